@@ -1,0 +1,183 @@
+"""GPU benchmark: tilejit beside the installed Triton (and PyTorch) in one process, on one device.
+
+Run on the device machine:  python bench/gpu.py [--quick] [--only add,softmax]
+Every workload first checks tilejit's output against PyTorch, then times both compilers with the same
+CUDA-event timer (median of >= 50 runs after warm-up) and prints a markdown table with the ratio.
+A workload that tilejit cannot compile or gets wrong is reported as such, never timed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import load_kernels, markdown_table  # noqa: E402
+
+import torch  # noqa: E402
+
+
+def bench_ms(fn, warmup=10, reps=50) -> float:
+    """Median milliseconds of `fn` timed with CUDA events, one event pair per run."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    cache = torch.empty(64 << 20, dtype=torch.int8, device="cuda")  # flushed between runs: cold L2
+    times = []
+    for _ in range(reps):
+        cache.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def w_add(k, quick):
+    n = 1 << (22 if quick else 26)
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    run = lambda: k.add_kernel[(cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)  # noqa: E731
+    check = lambda: torch.testing.assert_close(out, x + y, rtol=0, atol=0)  # noqa: E731
+    return run, check, 3 * n * 4, "GB/s", lambda: torch.add(x, y, out=out)
+
+
+def w_softmax(k, quick):
+    m, n = (1024, 4096) if quick else (4096, 4096)
+    x = torch.randn(m, n, device="cuda")
+    out = torch.empty_like(x)
+    run = lambda: k.softmax_kernel[(m,)](out, x, x.stride(0), out.stride(0), m, n, BLOCK_SIZE=4096, num_warps=8)  # noqa
+    check = lambda: torch.testing.assert_close(out, torch.softmax(x, 1), rtol=1e-5, atol=1e-6)  # noqa: E731
+    return run, check, 2 * m * n * 4, "GB/s", lambda: torch.softmax(x, 1)
+
+
+def w_layernorm(k, quick):
+    m, n = (1024, 8192) if quick else (4096, 8192)
+    x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    w, b = torch.rand(n, device="cuda", dtype=torch.float16), torch.rand(n, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    run = lambda: k.layer_norm_kernel[(m,)](x, y, w, b, x.stride(0), n, 1e-5, BLOCK_SIZE=1024, num_warps=8)  # noqa
+    ref = lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)  # noqa: E731
+    check = lambda: torch.testing.assert_close(y, ref(), rtol=1e-2, atol=1e-2)  # noqa: E731
+    return run, check, 2 * m * n * 2, "GB/s", ref
+
+
+def w_matmul(k, quick):
+    s = 2048 if quick else 4096
+    a = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    b = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    c = torch.empty(s, s, device="cuda", dtype=torch.float16)
+    bm, bn, bk = 128, 128, 64
+    run = lambda: k.matmul_kernel[(cdiv(s, bm) * cdiv(s, bn),)](  # noqa: E731
+        a, b, c, s, s, s, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=8, num_stages=3)
+    check = lambda: torch.testing.assert_close(c, a @ b, rtol=2e-2, atol=0.5)  # noqa: E731
+    return run, check, 2 * s ** 3, "TFLOP/s", lambda: a @ b
+
+
+def w_attention(k, quick):
+    heads, seq, d = (8 if quick else 32), (2048 if quick else 4096), 64
+    q, kk, v = (torch.randn(heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    bm, bn = 128, 64
+    scale = d ** -0.5
+    run = lambda: k.attention_fwd_kernel[(seq // bm, heads)](  # noqa: E731
+        q, kk, v, o, seq, scale, q.stride(0), q.stride(1), HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=4,
+        num_stages=2)
+    ref = lambda: torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=scale)  # noqa: E731
+    check = lambda: torch.testing.assert_close(o, ref(), rtol=1e-2, atol=1e-2)  # noqa: E731
+    return run, check, 4 * heads * seq * seq * d, "TFLOP/s", ref
+
+
+WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matmul": w_matmul,
+             "attention": w_attention}
+
+
+def launch_overhead_us(k) -> float:
+    """Wall-clock microseconds per launch of a cached one-program kernel, host side."""
+    x = torch.zeros(1, device="cuda")
+    for _ in range(100):
+        k.tiny_kernel[(1,)](x)
+    torch.cuda.synchronize()
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        k.tiny_kernel[(1,)](x)
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n * 1e6
+
+
+def compile_ms(k, tag) -> float:
+    """Milliseconds to compile a new specialization of vector add in a warm process (no disk cache)."""
+    n = 4096 + tag
+    x = torch.zeros(n, device="cuda")
+    t0 = time.perf_counter()
+    k.add_kernel[(1,)](x, x, x, n, BLOCK_SIZE=64 << (tag % 4))  # new constexpr: a new compile
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure(k, name, quick):
+    run, check, work, unit, _ = WORKLOADS[name](k, quick)
+    run()
+    torch.cuda.synchronize()
+    check()
+    ms = bench_ms(run)
+    scale = 1e-9 if unit == "GB/s" else 1e-12
+    return work / (ms * 1e-3) * scale
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--only", default=",".join(WORKLOADS))
+    args = ap.parse_args()
+    os.environ.setdefault("TILEJIT_CACHE_DIR", "/tmp/tilejit-bench-cache")
+    device = torch.cuda.get_device_name()
+    import triton
+    kernels = {"tilejit": load_kernels("tilejit"), "triton": load_kernels("triton")}
+    rows = []
+    for name in args.only.split(","):
+        res = {}
+        for flavour, k in kernels.items():
+            try:
+                res[flavour] = measure(k, name, args.quick)
+            except Exception as exc:  # report, keep going with the other workloads
+                res[flavour] = None
+                print(f"[{flavour}] {name} failed: {type(exc).__name__}: {str(exc)[:400]}", file=sys.stderr)
+                traceback.print_exc(limit=3)
+        _, _, work, unit, torch_fn = WORKLOADS[name](kernels["triton"], args.quick)
+        t_ms = bench_ms(torch_fn)
+        scale = 1e-9 if unit == "GB/s" else 1e-12
+        tj, tr = res["tilejit"], res["triton"]
+        ratio = f"{tj / tr:.2f}" if tj and tr else "n/a"
+        rows.append([name, f"{tj:.0f} {unit}" if tj else "failed", f"{tr:.0f} {unit}" if tr else "failed",
+                     f"{work / (t_ms * 1e-3) * scale:.0f} {unit}", ratio, device])
+    for flavour_name, fn, unit in (("launch (cached, us)", launch_overhead_us, "us"),
+                                   ("compile new specialization (ms)", None, "ms")):
+        vals = {}
+        for flavour, k in kernels.items():
+            try:
+                vals[flavour] = fn(k) if fn else statistics.median(compile_ms(k, t) for t in range(1, 6))
+            except Exception as exc:
+                vals[flavour] = None
+                print(f"[{flavour}] {flavour_name} failed: {exc}", file=sys.stderr)
+        tj, tr = vals["tilejit"], vals["triton"]
+        rows.append([flavour_name, f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed", "",
+                     f"{tj / tr:.2f}" if tj and tr else "n/a", device])
+    print(f"\nTriton {triton.__version__}, torch {torch.__version__}, {device}\n")
+    print(markdown_table(["workload", "tilejit", "Triton", "torch", "tilejit/Triton", "device"], rows))
+
+
+if __name__ == "__main__":
+    main()

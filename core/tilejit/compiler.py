@@ -1,0 +1,407 @@
+"""The compile driver: `compile(src, target, options) -> CompiledKernel`.
+
+The driver knows nothing about any particular backend. It asks the backend for its options and its
+stages, puts the core's `ttir` stage first, lets plugins edit the stage table, and runs one loop over
+it (docs/internals.md, "Stages and the compile driver"). Results are cached in memory per process and
+on disk (`tilejit.runtime.cache`), keyed by everything that can change the generated code.
+
+The other parts of the core are reached through the small `_...` accessors below, imported lazily:
+importing the driver stays cheap, and tests can replace one collaborator at a time.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import threading
+import warnings
+
+from tilejit.errors import CompilationError, TilejitError
+
+__all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid"]
+
+
+# --- collaborators (lazy imports) ---------------------------------------------------------------
+
+def _backends():
+    return importlib.import_module("tilejit.backends")
+
+
+def _knobs():
+    return importlib.import_module("tilejit.config").knobs
+
+
+def _cache_manager(key: str):
+    return importlib.import_module("tilejit.runtime.cache").get_cache_manager(key)
+
+
+def _plugin_manager():
+    return importlib.import_module("tilejit.plugins").get_plugin_manager()
+
+
+def _run_ttir_passes(module, options):
+    return importlib.import_module("tilejit.passes.pipeline").run_ttir_passes(module, options)
+
+
+def _print_module(module) -> str:
+    return importlib.import_module("tilejit.ir").print_module(module)
+
+
+_version_cache: list = []
+
+
+def tilejit_version() -> str:
+    """The installed tilejit version (part of every cache key)."""
+    if not _version_cache:
+        import tilejit
+
+        version = getattr(tilejit, "__version__", None)
+        if version is None:
+            try:
+                from importlib.metadata import PackageNotFoundError, version as dist_version
+
+                version = dist_version("tilejit")
+            except PackageNotFoundError:
+                version = "0+unknown"
+        _version_cache.append(str(version))
+    return _version_cache[0]
+
+
+# Plugins that observe launches are looked up once; most processes have none, and then a launch
+# does not even build the hook arguments.
+_launch_hooks_state: list = []
+
+
+def launch_hooks():
+    """(pre, post) hook callers when some plugin implements `tilejit_pre_launch`/`tilejit_post_launch`,
+    else None in their place."""
+    if not _launch_hooks_state:
+        found = []
+        manager = _plugin_manager()
+        for hook_name in ("tilejit_pre_launch", "tilejit_post_launch"):
+            caller = getattr(manager.hook, hook_name, None) if manager is not None else None
+            found.append(caller if caller is not None and caller.get_hookimpls() else None)
+        _launch_hooks_state.append(tuple(found))
+    return _launch_hooks_state[0]
+
+
+def reset_launch_hooks() -> None:
+    """Look the launch hooks up again on the next launch (after registering a plugin at run time)."""
+    _launch_hooks_state.clear()
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+def normalize_grid(grid, kernel_name: str) -> tuple[int, int, int]:
+    """A grid of 1-3 non-negative ints (tuple/list/int) -> a 3-tuple; ValueError naming the kernel."""
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise ValueError(f"kernel '{kernel_name}': the grid must be 1 to 3 integers, got {grid!r}")
+    dims = []
+    for dim in grid:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+            raise ValueError(f"kernel '{kernel_name}': grid dimensions must be integers, got {grid!r}")
+        dim = dim.__index__()
+        if dim < 0:
+            raise ValueError(f"kernel '{kernel_name}': grid dimensions must not be negative, got {grid!r}")
+        dims.append(dim)
+    while len(dims) < 3:
+        dims.append(1)
+    return tuple(dims)
+
+
+def _json_safe(value):
+    """Constants may be dtypes, functions, ...: keep plain values, spell the rest as text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {_json_key(k): _json_safe(v) for k, v in value.items()}
+    inner = getattr(value, "value", None)  # tl.constexpr wraps a plain value
+    if inner is not None and type(value).__name__ == "constexpr":
+        return _json_safe(inner)
+    return str(value)
+
+
+def _json_key(key) -> str:
+    if isinstance(key, tuple):
+        return ",".join(str(k) for k in key)
+    return str(key)
+
+
+def _options_value(options, name, default):
+    return getattr(options, name, default)
+
+
+def _to_artifact(stage: str, output, kernel: str):
+    """A stage's output as it is kept in `asm`: printed IR, text or the binary."""
+    if isinstance(output, (str, bytes)):
+        return output
+    if isinstance(output, bytearray):
+        return bytes(output)
+    if isinstance(output, importlib.import_module("tilejit.ir").Module):
+        return _print_module(output)
+    raise CompilationError(f"stage '{stage}' returned a {type(output).__name__}; a stage must return an "
+                           "ir.Module, a str or bytes", kernel=kernel)
+
+
+# --- the compiled kernel ------------------------------------------------------------------------
+
+class CompiledKernel:
+    """One compiled kernel: every stage's artifact, its metadata, and (lazily) a launcher.
+
+    `asm[stage]` holds each stage's output (text for IR and assembly, bytes for the binary),
+    `metadata` the JSON-safe facts the launcher needs. `kernel[grid](*args)` launches it like
+    Triton's compiled kernel; `args` are the runtime arguments (constexprs removed), in signature
+    order. Passing every argument (constexprs included) also works: the constexprs are dropped.
+    """
+
+    def __init__(self, src_name: str, target, metadata: dict, asm: dict):
+        self.src_name = src_name
+        self.name = metadata.get("name", src_name)
+        self.target = target
+        self.metadata = metadata
+        self.asm = asm
+        self.hash = metadata.get("hash")
+        self._launcher = None
+        self._hooks_in_launcher = False
+        self._lock = threading.Lock()
+
+    @property
+    def launcher(self):
+        if self._launcher is None:
+            with self._lock:
+                if self._launcher is None:
+                    backends = _backends()
+                    launcher = backends.backend_for_target(self.target).make_launcher(self)
+                    # `tilejit.backends.Launcher.__call__` fires the launch hooks itself; firing them
+                    # here as well would call every plugin twice per launch.
+                    base = getattr(backends, "Launcher", None)
+                    self._hooks_in_launcher = base is not None and isinstance(launcher, base)
+                    self._launcher = launcher
+        return self._launcher
+
+    @property
+    def runtime_arg_names(self) -> list:
+        signature = self.metadata.get("signature", {})
+        return [name for name, ty in signature.items() if ty != "constexpr"]
+
+    def run(self, grid, args, stream=None):
+        """Launch on a 3-tuple grid with the runtime arguments in signature order. Plugins' launch
+        hooks fire here (so both `kernel[grid]` and JIT launches see them), only if some exist."""
+        launcher = self.launcher
+        if self._hooks_in_launcher:
+            return launcher(grid, args, stream)
+        pre, post = launch_hooks()
+        if pre is None and post is None:
+            return launcher(grid, args, stream)
+        if pre is not None:
+            pre(kernel_name=self.name, grid=grid, args=args)
+        result = launcher(grid, args, stream)
+        if post is not None:
+            post(kernel_name=self.name, grid=grid, args=args)
+        return result
+
+    def __getitem__(self, grid):
+        grid3 = normalize_grid(grid, self.name)
+
+        def runner(*args, stream=None):
+            return self.run(grid3, self._runtime_args(args), stream)
+
+        return runner
+
+    def _runtime_args(self, args) -> tuple:
+        signature = self.metadata.get("signature", {})
+        runtime_names = self.runtime_arg_names
+        if not signature or len(args) == len(runtime_names):
+            return tuple(args)
+        if len(args) == len(signature):
+            return tuple(a for a, ty in zip(args, signature.values()) if ty != "constexpr")
+        raise TypeError(f"kernel '{self.name}' takes {len(runtime_names)} runtime arguments "
+                        f"({', '.join(runtime_names)}), got {len(args)}")
+
+    def __repr__(self):
+        return f"CompiledKernel({self.name!r}, target={self.target!s}, stages={list(self.asm)})"
+
+
+# --- the driver ---------------------------------------------------------------------------------
+
+_memory_cache: dict = {}
+_memory_lock = threading.Lock()
+
+
+def clear_memory_cache() -> None:
+    """Forget every kernel compiled in this process (the disk cache stays)."""
+    with _memory_lock:
+        _memory_cache.clear()
+
+
+def _resolve_target(target):
+    backends = _backends()
+    gpu_target_cls = getattr(backends, "GPUTarget", None)
+    if gpu_target_cls is not None and isinstance(target, gpu_target_cls):
+        return target
+    return backends.select_target([], explicit=target) if target is not None else backends.select_target([])
+
+
+def _as_source(src):
+    if isinstance(src, (str, os.PathLike)):
+        from tilejit.frontend.source import IRSource
+
+        return IRSource(src)
+    return src
+
+
+def _prepare(src, target, options):
+    """(src, target, backend, parsed options, cache key) for a compilation."""
+    src = _as_source(src)
+    target = _resolve_target(target)
+    backend = _backends().backend_for_target(target)
+    opts = backend.parse_options(dict(options or {}))
+    parts = [src.hash(), backend.hash(), opts.hash(), _knobs().cache_key_part(), tilejit_version(), str(target)]
+    key = hashlib.sha256("-".join(str(p) for p in parts).encode()).hexdigest()
+    return src, target, backend, opts, key
+
+
+def make_ttir(src, metadata: dict, options, target):
+    """The core's `ttir` stage: build the kernel's IR and run the TTIR pipeline on it."""
+    module = src.make_ir(target, options)
+    return _run_ttir_passes(module, options)
+
+
+def compile_ttir(src, target=None, options=None):
+    """Run only the `ttir` stage and return the `ir.Module` (no toolchain, no cache needed)."""
+    src, target, _backend, opts, key = _prepare(src, target, options)
+    metadata = _initial_metadata(src, target, opts, key)
+    return _run_stage("ttir", lambda s, md: make_ttir(s, md, opts, target), src, metadata)
+
+
+def _initial_metadata(src, target, opts, key) -> dict:
+    return {
+        "name": src.name,
+        "target": str(target),
+        "num_warps": _options_value(opts, "num_warps", 4),
+        "num_stages": _options_value(opts, "num_stages", 3),
+        "num_ctas": _options_value(opts, "num_ctas", 1),
+        "debug": bool(_options_value(opts, "debug", False)),
+        "shared": 0,
+        "signature": {_json_key(k): str(v) for k, v in (getattr(src, "signature", None) or {}).items()},
+        "constants": _json_safe(dict(getattr(src, "constexprs", None) or {})),
+        "hash": key,
+    }
+
+
+def _run_stage(name, stage_fn, module, metadata):
+    kernel = metadata.get("name")
+    try:
+        return stage_fn(module, metadata)
+    except TilejitError:
+        raise
+    except Exception as exc:  # a bug or a tool failure inside a stage: never leak it raw
+        raise CompilationError(f"stage '{name}' failed while compiling kernel '{kernel}': "
+                               f"{type(exc).__name__}: {exc}", kernel=kernel) from exc
+
+
+def _dump(dump_dir: str, metadata: dict, asm: dict) -> None:
+    kernel = metadata["name"]
+    folder = os.path.join(dump_dir, f"{kernel}-{metadata['hash'][:8]}")
+    os.makedirs(folder, exist_ok=True)
+    for stage, artifact in asm.items():
+        mode = "wb" if isinstance(artifact, bytes) else "w"
+        with open(os.path.join(folder, f"{kernel}.{stage}"), mode) as f:
+            f.write(artifact)
+    with open(os.path.join(folder, f"{kernel}.json"), "w") as f:
+        json.dump(metadata, f, indent=2, sort_keys=True)
+
+
+def _load_from_disk(key: str, src_name: str, target):
+    """A CompiledKernel from the disk cache, or None when absent or unusable."""
+    try:
+        entry = _cache_manager(key).load()
+    except (OSError, ValueError, TilejitError) as exc:
+        warnings.warn(f"tilejit: ignoring unreadable cache entry {key[:8]}: {exc}")
+        return None
+    if entry is None:
+        return None
+    metadata, artifacts = entry
+    kinds = metadata.get("artifacts") if isinstance(metadata, dict) else None
+    if not isinstance(kinds, list) or metadata.get("hash") != key:
+        return None
+    asm = {}
+    for stage, kind in kinds:
+        data = artifacts.get(stage)
+        if data is None:
+            return None  # incomplete entry: recompile rather than launch half a kernel
+        if kind == "text":
+            try:
+                data = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else str(data)
+            except UnicodeDecodeError:
+                return None
+        elif isinstance(data, str):
+            return None
+        asm[stage] = data
+    return CompiledKernel(src_name, target, metadata, asm)
+
+
+def _store_to_disk(key: str, metadata: dict, asm: dict) -> None:
+    try:
+        _cache_manager(key).store(metadata, dict(asm))
+    except OSError as exc:  # a read-only or full cache must not break compilation
+        warnings.warn(f"tilejit: could not store kernel {metadata['name']} in the cache: {exc}")
+
+
+def _stage_table(src, target, backend, opts) -> dict:
+    stages = {"ttir": lambda s, md: make_ttir(s, md, opts, target)}
+    backend.add_stages(stages, opts)
+    plugin_manager = _plugin_manager()
+    hook = getattr(plugin_manager.hook, "tilejit_add_stages", None) if plugin_manager is not None else None
+    if hook is not None:
+        hook(stages=stages, options=opts, target=target)
+    return stages
+
+
+def compile(src, target=None, options=None) -> CompiledKernel:
+    """Compile `src` (an ASTSource, an IRSource, or the path/text of a .ttir file) for `target`
+    (a GPUTarget, a string like "cuda:90", or None for the default target) with backend `options`."""
+    src, target, backend, opts, key = _prepare(src, target, options)
+    knobs = _knobs()
+    always_compile = bool(knobs.always_compile)
+    if not always_compile:
+        with _memory_lock:
+            cached = _memory_cache.get(key)
+        if cached is not None:
+            return cached
+        loaded = _load_from_disk(key, src.name, target)
+        if loaded is not None:
+            with _memory_lock:
+                _memory_cache[key] = loaded
+            return loaded
+
+    metadata = _initial_metadata(src, target, opts, key)
+    stages = _stage_table(src, target, backend, opts)
+    asm: dict = {}
+    module = src
+    for name, stage_fn in stages.items():
+        module = _run_stage(name, stage_fn, module, metadata)
+        asm[name] = _to_artifact(name, module, metadata["name"])
+    metadata["artifacts"] = [[name, "binary" if isinstance(a, bytes) else "text"] for name, a in asm.items()]
+    try:
+        json.dumps(metadata)
+    except (TypeError, ValueError) as exc:
+        raise CompilationError(f"metadata of kernel '{metadata['name']}' is not JSON-serialisable: {exc}",
+                               kernel=metadata["name"]) from exc
+
+    dump_dir = knobs.dump_dir
+    if dump_dir:
+        try:
+            _dump(str(dump_dir), metadata, asm)
+        except OSError as exc:  # a debugging aid must not fail the compilation
+            warnings.warn(f"tilejit: could not write TILEJIT_DUMP_DIR={dump_dir}: {exc}", RuntimeWarning)
+    _store_to_disk(key, metadata, asm)
+    kernel = CompiledKernel(src.name, target, metadata, asm)
+    with _memory_lock:
+        _memory_cache[key] = kernel
+    return kernel
