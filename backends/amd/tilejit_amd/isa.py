@@ -1,0 +1,66 @@
+"""The AMDGPU table for the shared GPU lowering: workitem ids, s_barrier, ds_bpermute, LLVM math."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import llvmlite.ir as llir
+
+from tilejit.gpu.isa import I32, TargetISA, add_string_attribute, call_intrinsic, type_suffix
+
+# AMDGPU lowers these LLVM intrinsics itself (exp2/log2/sqrt are native, exp/log/sin/cos are
+# expanded by the backend with full f32 accuracy). The rest use the core's portable expansions.
+_INTRINSICS = {
+    "math.exp": "llvm.exp", "math.exp2": "llvm.exp2", "math.log": "llvm.log", "math.log2": "llvm.log2",
+    "math.log10": "llvm.log10", "math.sin": "llvm.sin", "math.cos": "llvm.cos",
+    "math.sqrt": "llvm.sqrt", "tt.precise_sqrt": "llvm.sqrt", "math.absf": "llvm.fabs",
+    "math.floor": "llvm.floor", "math.ceil": "llvm.ceil", "math.trunc": "llvm.trunc",
+    "math.round": "llvm.round", "math.fma": "llvm.fma", "math.copysign": "llvm.copysign",
+    "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum",
+    "arith.maximumf": "llvm.maximum", "arith.minimumf": "llvm.minimum",
+}
+
+
+class AmdISA(TargetISA):
+    triple = "amdgcn-amd-amdhsa"
+    data_layout = ""   # the toolchain's target machine supplies it
+
+    def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
+        func.calling_convention = "amdgpu_kernel"
+        add_string_attribute(func, "amdgpu-flat-work-group-size", f"1,{threads_per_block}")
+
+    def thread_id_x(self, builder):
+        return call_intrinsic(builder, "llvm.amdgcn.workitem.id.x", I32, [])
+
+    def program_id(self, builder, axis: int):
+        return call_intrinsic(builder, f"llvm.amdgcn.workgroup.id.{'xyz'[axis]}", I32, [])
+
+    def num_programs(self, builder, axis: int):
+        # The dispatch packet holds grid_size (work-items, u32 at 12 + 4*axis) and the workgroup
+        # size (u16 at 4 + 2*axis); the number of workgroups is their quotient.
+        i8ptr4 = llir.PointerType(addrspace=4)
+        packet = call_intrinsic(builder, "llvm.amdgcn.dispatch.ptr", i8ptr4, [])
+        grid_ptr = builder.gep(packet, [llir.Constant(I32, 12 + 4 * axis)], source_etype=llir.IntType(8))
+        grid = builder.load(grid_ptr, typ=I32, align=4)
+        wg_ptr = builder.gep(packet, [llir.Constant(I32, 4 + 2 * axis)], source_etype=llir.IntType(8))
+        wg = builder.zext(builder.load(wg_ptr, typ=llir.IntType(16), align=2), I32)
+        return builder.udiv(grid, wg)
+
+    def barrier(self, builder) -> None:
+        builder.fence("release", "workgroup")
+        call_intrinsic(builder, "llvm.amdgcn.s.barrier", llir.VoidType(), [])
+        builder.fence("acquire", "workgroup")
+
+    def shuffle_xor(self, builder, value_i32, lane_mask: int, lane_id):
+        # ds_bpermute reads the value of the lane whose byte address (lane * 4) is given.
+        partner = builder.xor(lane_id, llir.Constant(I32, lane_mask))
+        addr = builder.shl(partner, llir.Constant(I32, 2))
+        return call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, value_i32])
+
+    def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
+        suffix = type_suffix(type_)
+        if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):
+            if suffix == "f64" and op_name in ("math.exp", "math.log", "math.log10", "math.sin", "math.cos",
+                                               "math.exp2", "math.log2"):
+                return None   # AMDGPU has no f64 expansion of these: the core computes them in f64
+            return "intrinsic", f"{_INTRINSICS[op_name]}.{suffix}"
+        return None
