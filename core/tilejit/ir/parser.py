@@ -100,6 +100,7 @@ class Parser:
             self.expect("(")
             outs = self.type_list(")")
             return FunctionType(tuple(ins), tuple(outs))
+        start = self.pos
         name = self.match(_IDENT)
         if name is None:
             raise self.error("expected a type")
@@ -107,6 +108,7 @@ class Parser:
             return FloatType(name)
         if re.fullmatch(r"i\d+", name):
             return IntType(int(name[1:]))
+        self.pos = start  # point the diagnostic at the type, not past it
         raise self.error(f"unknown type '{name}'")
 
     def tensor_type(self) -> TensorType:
@@ -286,6 +288,8 @@ class Parser:
         return Operation("tt.func", (), (), attrs, [Region([entry])], loc)
 
     def op(self) -> Operation:
+        self.skip()
+        start = self.pos
         result_names: List[str] = []
         if self.peek("%"):
             while True:
@@ -294,13 +298,19 @@ class Parser:
                     break
                 self.expect(",")
         name = self.ident()
-        operand_names: List[str] = []
+        operands: List[Value] = []
         if self.peek("%"):
             while True:
-                operand_names.append(self.match(_VALUE))
+                self.skip()
+                name_pos = self.pos
+                name_text = self.match(_VALUE)
+                if name_text is None:
+                    raise self.error("expected a value name such as %0")
+                after_name, self.pos = self.pos, name_pos  # an undefined name is reported where it is
+                operands.append(self.lookup(name_text))
+                self.pos = after_name
                 if not self.accept(","):
                     break
-        operands = [self.lookup(n) for n in operand_names]
         attrs = self.attr_dict() if self.peek("{") else {}
         regions: List[Region] = []
         if self.accept("("):
@@ -316,6 +326,8 @@ class Parser:
         self.expect("(")
         out_types = self.type_list(")")
         loc = self.location()
+        end = self.pos
+        self.pos = start  # type errors below point at the start of the op
         if len(in_types) != len(operands):
             raise self.error(f"{name}: {len(operands)} operands but {len(in_types)} operand types")
         for v, t in zip(operands, in_types):
@@ -323,6 +335,7 @@ class Parser:
                 raise self.error(f"{name}: operand has type {v.type}, annotated {t}")
         if len(out_types) != len(result_names):
             raise self.error(f"{name}: {len(result_names)} results but {len(out_types)} result types")
+        self.pos = end
         op = Operation(name, operands, out_types, attrs, regions, loc)
         for n, r in zip(result_names, op.results):
             self.define(n, r)

@@ -19,6 +19,10 @@ def _fail(op: Operation, message: str) -> CompilationError:
 
 def verify(module: Module) -> None:
     for func in module.functions:
+        if len(func.regions) != 1 or not func.regions[0].blocks:
+            raise _fail(func, "a function needs one region with an entry block")
+        # The function's own checks (its body ends with a terminator) before its contents'.
+        _verify_op(func)
         _verify_block(func.regions[0].blocks[0], set(), func)
 
 
