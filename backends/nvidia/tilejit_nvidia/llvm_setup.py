@@ -1,0 +1,36 @@
+"""The few llvmlite calls every NVPTX step shares: target initialisation, parsing, target machines."""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+
+from tilejit.errors import CompilationError
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+
+
+@functools.lru_cache(maxsize=None)
+def _initialize_llvm() -> None:
+    # NVPTX is not the host target, so the "native" initialisers do not register it.
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def parse_llvm_ir(text: str, what: str = "kernel"):
+    """Parse and verify LLVM IR text; a malformed module is a CompilationError, not a RuntimeError."""
+    _initialize_llvm()
+    try:
+        module = llvm.parse_assembly(text)
+        module.verify()
+    except RuntimeError as exc:
+        raise CompilationError(f"invalid LLVM IR for {what}: {exc}") from None
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def nvptx_target_machine(cpu: str, features: str):
+    """One NVPTX target machine per (cpu, features), reused: creating one costs more than emitting."""
+    _initialize_llvm()
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
+    return target.create_target_machine(cpu=cpu, features=features, opt=3)

@@ -1,0 +1,437 @@
+"""LLVM IR -> PTX (llvmlite) -> cubin (ptxas, or nvJitLink from cuda-bindings); no C compiler at run time.
+
+Where the NVIDIA tools come from, in order:
+- ptxas: the `TILEJIT_PTXAS` knob, `PATH`, the pip wheel `nvidia-cuda-nvcc` (`nvidia/cu13/bin` for
+  CUDA 13, `nvidia/cuda_nvcc/bin` for CUDA 12), `$CUDA_HOME/bin`, `/usr/local/cuda/bin`, and last
+  the copy an installed Triton bundles;
+- libdevice (`libdevice.10.bc`, the CUDA math library as LLVM bitcode): next to the ptxas found, the
+  pip wheels (`nvidia-nvvm` for CUDA 13, `nvidia-cuda-nvcc` for CUDA 12), `$CUDA_HOME`,
+  `/usr/local/cuda`, Triton's bundle;
+- nvJitLink (`cuda.bindings.nvjitlink`, needs the `nvidia-nvjitlink` wheel): used when there is no
+  ptxas, since it embeds the same assembler.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from tilejit.errors import CompilationError
+
+from .llvm_setup import NVPTX_TRIPLE, nvptx_target_machine, parse_llvm_ir
+from .ptx_isa import choose_ptx_version, cpu_name, ptx_isa_for_cuda
+
+LIBDEVICE_NAME = "libdevice.10.bc"
+PIP_HINT = "pip install nvidia-cuda-nvcc (ptxas), or pip install cuda-bindings nvidia-nvjitlink (nvJitLink)"
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the tools
+# --------------------------------------------------------------------------------------------
+
+def _ptxas_knob() -> str | None:
+    """`TILEJIT_PTXAS`, through `tilejit.config.knobs` when the core has it, else the environment."""
+    try:
+        from tilejit.config import knobs
+        value = getattr(knobs, "ptxas", None)
+    except ImportError:
+        # The core's config module is written in parallel; until it lands read the variable here.
+        value = os.environ.get("TILEJIT_PTXAS")
+    return str(value) if value else None
+
+
+def _nvidia_wheel_dirs() -> list[str]:
+    """Folders of the NVIDIA pip wheels (`site-packages/nvidia/<component>`), newest CUDA first.
+
+    `nvidia` is a namespace package shared by every NVIDIA wheel; finding it imports nothing.
+    """
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    dirs = [d for base in spec.submodule_search_locations
+            for d in sorted(glob.glob(os.path.join(base, "*"))) if os.path.isdir(d)]
+    # CUDA 13+ wheels install under `nvidia/cuNN`; put the newest first, then the CUDA 12 layout
+    # (`nvidia/cuda_nvcc`, ...).
+    versioned = sorted((d for d in dirs if re.fullmatch(r"cu\d+", os.path.basename(d))),
+                       key=lambda d: int(os.path.basename(d)[2:]), reverse=True)
+    return versioned + [d for d in dirs if d not in versioned]
+
+
+def _cuda_home_dirs() -> list[str]:
+    dirs = [os.environ[name] for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name)]
+    return dirs + ["/usr/local/cuda"]
+
+
+def _triton_bundle_dir() -> str | None:
+    """`triton/backends/nvidia` of an installed Triton, which ships ptxas (bin/) and libdevice (lib/).
+
+    Found without importing triton; the last resort on machines that have Triton but no CUDA wheels.
+    """
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    bundle = os.path.join(os.path.dirname(spec.origin), "backends", "nvidia")
+    return bundle if os.path.isdir(bundle) else None
+
+
+def _is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_ptxas() -> str | None:
+    """Path of the ptxas to use, or None when there is none. A wrong `TILEJIT_PTXAS` is an error."""
+    knob = _ptxas_knob()
+    if knob:
+        if not _is_executable(knob):
+            raise CompilationError(f"TILEJIT_PTXAS={knob} is not an executable file")
+        return knob
+    on_path = shutil.which("ptxas")
+    if on_path:
+        return on_path
+    for root in _nvidia_wheel_dirs() + _cuda_home_dirs():
+        candidate = os.path.join(root, "bin", "ptxas")
+        if _is_executable(candidate):
+            return candidate
+    bundle = _triton_bundle_dir()
+    if bundle and _is_executable(os.path.join(bundle, "bin", "ptxas")):
+        return os.path.join(bundle, "bin", "ptxas")
+    return None
+
+
+def find_libdevice(ptxas: str | None = None) -> str | None:
+    """Path of `libdevice.10.bc`, preferring the one shipped with `ptxas` so the two match."""
+    roots = []
+    if ptxas:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(ptxas))))
+    roots += _nvidia_wheel_dirs() + _cuda_home_dirs()
+    for root in roots:
+        candidate = os.path.join(root, "nvvm", "libdevice", LIBDEVICE_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+    bundle = _triton_bundle_dir()
+    if bundle and os.path.isfile(os.path.join(bundle, "lib", LIBDEVICE_NAME)):
+        return os.path.join(bundle, "lib", LIBDEVICE_NAME)
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _ptxas_version_cached(path: str, mtime: float) -> tuple[int, int]:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CompilationError(f"could not run {path} --version: {exc}") from None
+    match = re.search(r"release (\d+)\.(\d+)", out.stdout)
+    if not match:
+        raise CompilationError(f"could not read the CUDA version of {path} from: {out.stdout.strip()!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def ptxas_version(path: str) -> tuple[int, int]:
+    """CUDA release (major, minor) of a ptxas, from `ptxas --version`; cached per file."""
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError as exc:
+        raise CompilationError(f"ptxas at {path} is not readable: {exc}") from None
+    return _ptxas_version_cached(path, mtime)
+
+
+def _nvjitlink():
+    """`cuda.bindings.nvjitlink` if it imports and its library loads, else None."""
+    try:
+        from cuda.bindings import nvjitlink
+        nvjitlink.version()  # loads libnvJitLink: importing alone does not prove it is there
+    except Exception:  # noqa: BLE001 - any failure (ImportError, missing .so) means "not available"
+        return None
+    return nvjitlink
+
+
+def nvjitlink_version() -> tuple[int, int] | None:
+    module = _nvjitlink()
+    return tuple(module.version()) if module else None
+
+
+def _assembler() -> tuple[str, str | None, tuple[int, int]]:
+    """(`"ptxas"` or `"nvjitlink"`, ptxas path, CUDA version) of the assembler to use."""
+    ptxas = find_ptxas()
+    if ptxas:
+        return "ptxas", ptxas, ptxas_version(ptxas)
+    version = nvjitlink_version()
+    if version:
+        return "nvjitlink", None, version
+    raise CompilationError("no PTX assembler found: neither ptxas (TILEJIT_PTXAS, PATH, the nvidia-cuda-nvcc "
+                           f"wheel, CUDA_HOME, /usr/local/cuda) nor nvJitLink; {PIP_HINT}")
+
+
+def _assembler_cuda_version_or_none() -> tuple[int, int] | None:
+    try:
+        return _assembler()[2]
+    except CompilationError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# LLVM IR -> PTX
+# --------------------------------------------------------------------------------------------
+
+# Kernels are the functions LLVM 22 emits as `.entry`: the `ptx_kernel` calling convention, or the
+# older `nvvm.annotations` `!"kernel"` marker. Read from the text because llvmlite's binding does not
+# expose a function's calling convention.
+_PTX_KERNEL_DEFINE = re.compile(r"^define\b[^@\n]*\bptx_kernel\b[^@\n]*@(\"[^\"]+\"|[\w.$-]+)\(", re.M)
+_ANNOTATED_KERNEL = re.compile(r"ptr\s+@(\"[^\"]+\"|[\w.$-]+)\s*,\s*!\"kernel\"")
+
+
+def _kernel_names(llvm_ir_text: str) -> set[str]:
+    names = _PTX_KERNEL_DEFINE.findall(llvm_ir_text) + _ANNOTATED_KERNEL.findall(llvm_ir_text)
+    return {name.strip('"') for name in names}
+
+
+@functools.lru_cache(maxsize=4)
+def _read_libdevice(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _link_libdevice(module, path: str) -> None:
+    import llvmlite.binding as llvm
+    try:
+        libdevice = llvm.parse_bitcode(_read_libdevice(path))
+    except (RuntimeError, OSError) as exc:
+        raise CompilationError(f"could not read libdevice at {path}: {exc}") from None
+    # libdevice is built for the `nvptx64-nvidia-gpulibs` triple; align it so linking does not warn.
+    libdevice.triple = module.triple
+    libdevice.data_layout = module.data_layout
+    try:
+        module.link_in(libdevice)
+    except RuntimeError as exc:
+        raise CompilationError(f"linking libdevice ({path}) failed: {exc}") from None
+
+
+def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libdevice: bool = True) -> str:
+    """Compile an LLVM IR module for `sm_<arch>` to PTX text.
+
+    Links libdevice when the module declares `__nv_*` functions (and `libdevice` is true), makes
+    every non-kernel function internal so O3 can inline and drop what is unused, optimises at O3
+    with the NVPTX target machine's pipeline (which runs NVVMReflect for libdevice), and emits PTX.
+    `features` adds LLVM target features; unless it names a `+ptxNN` the PTX ISA version is the
+    newest that both LLVM and the installed assembler accept (see `ptx_isa.choose_ptx_version`).
+    """
+    import llvmlite.binding as llvm
+
+    cpu = cpu_name(arch)
+    extra = [f for f in (features or "").split(",") if f.strip()]
+    if not any(f.strip().startswith("+ptx") for f in extra):
+        extra.append(f"+ptx{choose_ptx_version(cpu, _assembler_cuda_version_or_none())}")
+    machine = nvptx_target_machine(cpu, ",".join(f.strip() for f in extra))
+
+    module = parse_llvm_ir(llvm_ir_text)
+    module.triple = NVPTX_TRIPLE
+    module.data_layout = str(machine.target_data)
+    user_defined = {f.name for f in module.functions if not f.is_declaration}
+    kernels = _kernel_names(llvm_ir_text) & user_defined
+    if not kernels:
+        raise CompilationError("the LLVM module has no kernel: mark the entry function with the "
+                               "ptx_kernel calling convention")
+
+    wanted_libdevice = sorted(f.name for f in module.functions if f.is_declaration and f.name.startswith("__nv_"))
+    if wanted_libdevice:
+        if not libdevice:
+            raise CompilationError(f"the kernel calls {', '.join(wanted_libdevice)} but libdevice linking is off")
+        path = find_libdevice(find_ptxas_or_none())
+        if path is None:
+            raise CompilationError(
+                f"the kernel calls libdevice functions ({', '.join(wanted_libdevice[:3])}) but {LIBDEVICE_NAME} "
+                "was not found; pip install nvidia-nvvm (CUDA 13) or nvidia-cuda-nvcc (CUDA 12), or set CUDA_HOME")
+        _link_libdevice(module, path)
+
+    for function in module.functions:
+        if not function.is_declaration and function.name not in kernels:
+            function.linkage = llvm.Linkage.internal
+
+    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+    tuning.loop_vectorization = False  # NVPTX has no vector units to target; LLVM's own default too
+    builder = llvm.create_pass_builder(machine, tuning)
+    builder.getModulePassManager().run(module, builder)
+    try:
+        ptx = machine.emit_assembly(module)
+    except RuntimeError as exc:
+        raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None
+    # No `.version` patching: the version was chosen up front to suit both LLVM and the assembler.
+    return ptx
+
+
+def find_ptxas_or_none() -> str | None:
+    try:
+        return find_ptxas()
+    except CompilationError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# PTX -> cubin
+# --------------------------------------------------------------------------------------------
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGISTERS = re.compile(r"Used (\d+) registers")
+_SHARED = re.compile(r"(\d+) bytes smem")
+
+
+def parse_resource_usage(log: str) -> dict[str, dict[str, int]]:
+    """Per kernel: registers, spill stores/loads, stack frame and static shared bytes from `ptxas -v`."""
+    kernels: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        entry = _ENTRY.search(line)
+        if entry:
+            current = kernels.setdefault(entry.group(1), {"registers": 0, "spill_stores": 0, "spill_loads": 0,
+                                                          "stack_frame": 0, "shared": 0})
+            continue
+        if current is None:
+            continue
+        frame = _FRAME.search(line)
+        if frame:
+            current["stack_frame"], current["spill_stores"], current["spill_loads"] = map(int, frame.groups())
+        registers = _REGISTERS.search(line)
+        if registers:
+            current["registers"] = int(registers.group(1))
+        shared = _SHARED.search(line)
+        if shared:
+            current["shared"] = int(shared.group(1))
+    return kernels
+
+
+class AssembledCubin:
+    """A cubin with what the assembler reported: `resources[kernel]` (see `parse_resource_usage`)."""
+
+    def __init__(self, cubin: bytes, resources: dict[str, dict[str, int]], log: str, assembler: str):
+        self.cubin = cubin
+        self.resources = resources
+        self.log = log
+        self.assembler = assembler
+
+
+def _assemble_with_ptxas(ptxas: str, ptx: str, cpu: str) -> AssembledCubin:
+    with tempfile.TemporaryDirectory(prefix="tilejit-ptxas-") as folder:
+        source = os.path.join(folder, "kernel.ptx")
+        target = os.path.join(folder, "kernel.cubin")
+        with open(source, "w") as f:
+            f.write(ptx)
+        command = [ptxas, "-lineinfo", "-v", f"-arch={cpu}", source, "-o", target]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise CompilationError(f"could not run ptxas ({ptxas}): {exc}") from None
+        log = (done.stdout + done.stderr).replace(source, "kernel.ptx")
+        if done.returncode != 0:
+            raise CompilationError(f"ptxas failed for {cpu} (exit code {done.returncode}):\n{log.strip()}")
+        with open(target, "rb") as f:
+            cubin = f.read()
+    return AssembledCubin(cubin, parse_resource_usage(log), log, f"ptxas {ptxas}")
+
+
+def _nvjitlink_log(nvjitlink, handle, size_fn, log_fn) -> str:
+    try:
+        size = size_fn(handle)
+        if size <= 1:
+            return ""
+        buffer = bytearray(size)
+        log_fn(handle, buffer)
+        return bytes(buffer).rstrip(b"\0").decode(errors="replace")
+    except nvjitlink.nvJitLinkError:
+        return ""
+
+
+def _assemble_with_nvjitlink(nvjitlink, ptx: str, cpu: str) -> AssembledCubin:
+    options = [f"-arch={cpu}", "-lineinfo", "-Xptxas=-v"]
+    data = ptx.encode()
+    try:
+        handle = nvjitlink.create(len(options), options)
+    except nvjitlink.nvJitLinkError as exc:
+        raise CompilationError(f"nvJitLink could not start for {cpu}: {exc}") from None
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            log = _nvjitlink_log(nvjitlink, handle, nvjitlink.get_error_log_size, nvjitlink.get_error_log)
+            raise CompilationError(f"nvJitLink failed for {cpu}: {exc}\n{log.strip()}") from None
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+        log = _nvjitlink_log(nvjitlink, handle, nvjitlink.get_info_log_size, nvjitlink.get_info_log)
+    finally:
+        nvjitlink.destroy(handle)
+    return AssembledCubin(bytes(cubin), parse_resource_usage(log), log, "nvJitLink")
+
+
+def assemble_ptx(ptx: str, arch: int, assembler: str | None = None) -> AssembledCubin:
+    """Assemble PTX for `sm_<arch>` into a cubin with ptxas (or nvJitLink when there is no ptxas).
+
+    `assembler` forces `"ptxas"` or `"nvjitlink"`; an assembler error is a CompilationError that
+    carries the assembler's message.
+    """
+    cpu = cpu_name(arch)
+    if assembler not in (None, "ptxas", "nvjitlink"):
+        raise CompilationError(f"unknown PTX assembler {assembler!r}: expected 'ptxas' or 'nvjitlink'")
+    if assembler == "nvjitlink":
+        nvjitlink = _nvjitlink()
+        if nvjitlink is None:
+            raise CompilationError("nvJitLink is not available; pip install cuda-bindings nvidia-nvjitlink")
+        return _assemble_with_nvjitlink(nvjitlink, ptx, cpu)
+    kind, ptxas, _ = _assembler()
+    if kind == "ptxas":
+        return _assemble_with_ptxas(ptxas, ptx, cpu)
+    if assembler == "ptxas":
+        raise CompilationError(f"ptxas was not found; {PIP_HINT}")
+    return _assemble_with_nvjitlink(_nvjitlink(), ptx, cpu)
+
+
+def ptx_to_cubin(ptx: str, arch: int) -> bytes:
+    """Assemble PTX into cubin bytes; `assemble_ptx` also gives the register and spill counts."""
+    return assemble_ptx(ptx, arch).cubin
+
+
+# --------------------------------------------------------------------------------------------
+# What is installed
+# --------------------------------------------------------------------------------------------
+
+def toolchain_status() -> dict:
+    """What the NVIDIA toolchain found: for `tilejit backends` and the backend's cache key."""
+    import llvmlite.binding as llvm
+
+    status: dict = {"llvm": ".".join(map(str, llvm.llvm_version_info)), "ptxas": None,
+                    "ptxas_version": None, "ptx_isa": None, "libdevice": None,
+                    "nvjitlink": False, "nvjitlink_version": None, "problems": []}
+    try:
+        status["ptxas"] = find_ptxas()
+    except CompilationError as exc:
+        status["problems"].append(str(exc))
+    if status["ptxas"]:
+        try:
+            version = ptxas_version(status["ptxas"])
+            status["ptxas_version"] = f"{version[0]}.{version[1]}"
+            status["ptx_isa"] = ptx_isa_for_cuda(version)
+        except CompilationError as exc:
+            status["problems"].append(str(exc))
+    jit_version = nvjitlink_version()
+    if jit_version:
+        status["nvjitlink"] = True
+        status["nvjitlink_version"] = f"{jit_version[0]}.{jit_version[1]}"
+        if status["ptx_isa"] is None:
+            status["ptx_isa"] = ptx_isa_for_cuda(jit_version)
+    status["libdevice"] = find_libdevice(status["ptxas"])
+    if not status["ptxas"] and not status["nvjitlink"]:
+        status["problems"].append(f"no PTX assembler: {PIP_HINT}")
+    if not status["libdevice"]:
+        status["problems"].append(f"{LIBDEVICE_NAME} not found (needed by tl.math): pip install nvidia-nvvm")
+    return status

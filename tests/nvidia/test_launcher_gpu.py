@@ -1,0 +1,196 @@
+"""The launcher on a real GPU: llvmlite kernels -> PTX -> cubin -> cuLaunchKernel on torch CUDA tensors.
+
+Skips where there is no CUDA device (or no torch with CUDA, or no PTX assembler). Run with `-s` to
+see the launch-overhead figures (printed, not asserted).
+"""
+from __future__ import annotations
+
+import math
+import struct
+import time
+
+import pytest
+
+from nv_kernels import SCALAR_PARAMS, build_store_scalars, build_vector_add
+from tilejit.errors import OutOfResources
+from tilejit_nvidia import toolchain
+from tilejit_nvidia.driver import get_driver
+from tilejit_nvidia.launcher import CudaLauncher
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or not get_driver().is_active():
+    pytest.skip(f"no CUDA device: {get_driver().inactive_reason() or 'torch sees none'}", allow_module_level=True)
+if toolchain.find_ptxas_or_none() is None and toolchain.nvjitlink_version() is None:
+    pytest.skip("no PTX assembler: pip install nvidia-cuda-nvcc", allow_module_level=True)
+
+DRIVER = get_driver()
+MAJOR, MINOR = torch.cuda.get_device_capability()
+ARCH = MAJOR * 10 + MINOR
+VECTOR_SIGNATURE = ["*fp32", "*fp32", "*fp32", "i32"]
+NUM_WARPS = 4
+BLOCK = 32 * NUM_WARPS
+
+
+def compile_kernel(llvm_ir: str) -> bytes:
+    return toolchain.ptx_to_cubin(toolchain.llir_to_ptx(llvm_ir, ARCH), ARCH)
+
+
+@pytest.fixture(scope="module")
+def vector_add_cubin():
+    return compile_kernel(build_vector_add())
+
+
+def vectors(n: int):
+    a = torch.randn(n, device="cuda")
+    b = torch.randn(n, device="cuda")
+    return a, b, torch.zeros(n, device="cuda")
+
+
+def grid_for(n: int):
+    return (math.ceil(n / BLOCK), 1, 1)
+
+
+def test_environment_report():
+    print("\n[env]", torch.cuda.get_device_name(), f"sm_{ARCH}", "torch", torch.__version__)
+    print("[env] toolchain", toolchain.toolchain_status())
+    print("[env] device", DRIVER.device_properties())
+    assert DRIVER.get_current_target().arch == ARCH
+
+
+@pytest.mark.parametrize("entry_points", ["ctypes", "bindings"])
+def test_vector_add_on_torch_tensors(vector_add_cubin, entry_points):
+    n = 1000  # not a multiple of the block: the bounds check matters
+    a, b, out = vectors(n)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS, entry_points=entry_points)
+    launcher.launch(grid_for(n), [a, b, out, n])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + b)
+    assert launcher.n_regs and launcher.n_regs > 0
+
+
+def test_float_scalar_and_libdevice():
+    n = 4096
+    a, b, out = vectors(n)
+    scaled = CudaLauncher(compile_kernel(build_vector_add(scaled=True)), "vector_add", VECTOR_SIGNATURE + ["fp32"],
+                          NUM_WARPS)
+    scaled.launch(grid_for(n), [a, b, out, n, 2.5])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + 2.5 * b)
+    if toolchain.find_libdevice(toolchain.find_ptxas_or_none()) is None:
+        pytest.skip("libdevice not found")
+    expf = CudaLauncher(compile_kernel(build_vector_add(with_expf=True)), "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    expf.launch(grid_for(n), [a, b, out, n])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.exp(a) + b)
+
+
+def test_every_scalar_type_arrives_bit_exact():
+    out = torch.zeros(len(SCALAR_PARAMS), dtype=torch.int64, device="cuda")
+    launcher = CudaLauncher(compile_kernel(build_store_scalars()), "store_scalars",
+                            ["*i64"] + [name for name, _ in SCALAR_PARAMS], 1)
+    values = {"i1": True, "i8": -5, "i16": -300, "i32": -70000, "i64": -(2 ** 40), "u8": 250, "u32": 2 ** 32 - 2,
+              "u64": 2 ** 63 + 5, "fp16": -1.5, "bf16": 3.0, "fp32": 0.1, "fp64": -2.25}
+    launcher.launch((1, 1, 1), [out] + [values[name] for name, _ in SCALAR_PARAMS])
+    torch.cuda.synchronize()
+    got = [v & 0xFFFFFFFFFFFFFFFF for v in out.cpu().tolist()]
+    expected = [1, -5 & 0xFF, -300 & 0xFFFF, -70000 & 0xFFFFFFFF, -(2 ** 40) & 0xFFFFFFFFFFFFFFFF, 250, 2 ** 32 - 2,
+                2 ** 63 + 5, struct.unpack("<H", struct.pack("<e", -1.5))[0], 0x4040,
+                struct.unpack("<I", struct.pack("<f", 0.1))[0], struct.unpack("<Q", struct.pack("<d", -2.25))[0]]
+    assert got == expected
+
+
+def test_pointer_sources_streams_and_empty_grid(vector_add_cubin):
+    n = 777
+    a, b, out = vectors(n)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+
+    class CudaArray:  # a non-torch producer of __cuda_array_interface__
+        def __init__(self, tensor):
+            self.__cuda_array_interface__ = {"data": (tensor.data_ptr(), False), "shape": (n,),
+                                             "typestr": "<f4", "version": 3}
+
+    launcher.launch((0, 1, 1), [a, b, out, n])  # empty grid: nothing runs
+    torch.cuda.synchronize()
+    assert not out.any()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):  # the current torch stream is picked up
+        launcher.launch(grid_for(n), [CudaArray(a), b.data_ptr(), out, n])
+    stream.synchronize()
+    torch.testing.assert_close(out, a + b)
+    out.zero_()
+    launcher.launch(grid_for(n), [a, b, out, n], stream=stream)  # an explicit stream object
+    stream.synchronize()
+    torch.testing.assert_close(out, a + b)
+
+
+def test_bad_arguments_name_the_parameter(vector_add_cubin):
+    a, b, out = vectors(8)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", {"a": "*fp32", "b": "*fp32", "out": "*fp32",
+                                                             "BLOCK": "constexpr", "n": "i32"}, NUM_WARPS)
+    with pytest.raises(TypeError, match="takes 4 runtime arguments"):
+        launcher.launch((1, 1, 1), [a, b, out])
+    with pytest.raises(TypeError, match="parameter 'n'"):
+        launcher.launch((1, 1, 1), [a, b, out, "eight"])
+
+
+def test_shared_memory_limits(vector_add_cubin):
+    limit = DRIVER.device_properties()["max_shared_mem"]
+    n = 256
+    a, b, out = vectors(n)
+    # Over 48 KiB needs the opt-in attribute; the launch must then succeed.
+    big = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS, shared_bytes=64 * 1024)
+    big.launch(grid_for(n), [a, b, out, n])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + b)
+    too_big = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS, shared_bytes=limit + 1)
+    with pytest.raises(OutOfResources, match="shared memory"):
+        too_big.launch(grid_for(n), [a, b, out, n])
+
+
+def test_benchmarker_times_a_launch(vector_add_cubin):
+    n = 1 << 20
+    a, b, out = vectors(n)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    ms = DRIVER.get_benchmarker()(lambda: launcher.launch(grid_for(n), [a, b, out, n]), warmup=5, rep=20)
+    print(f"\n[bench] vector_add n={n}: {ms * 1e3:.1f} us ({3 * 4 * n / ms / 1e6:.0f} GB/s)")
+    assert 0 < ms < 100
+
+
+def _per_call_us(fn, count: int = 20000) -> float:
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(count):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / count * 1e6
+
+
+def test_launch_overhead_micro_measure(vector_add_cubin):
+    n = 1024
+    a, b, out = vectors(n)
+    args, grid = [a, b, out, n], grid_for(n)
+    report = {}
+    for kind in ("ctypes", "bindings"):
+        launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS, entry_points=kind)
+        launcher.launch(grid, args)
+        got = launcher._raw.kind  # "ctypes" falls back to "bindings" when cuGetProcAddress fails
+        report[f"launch() asked {kind}, got {got}"] = _per_call_us(lambda: launcher.launch(grid, args))
+        report[f"launch() asked {kind}, got {got}, explicit stream 0"] = _per_call_us(
+            lambda: launcher.launch(grid, args, 0))
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    launcher.launch(grid, args)
+    report["argument packing only"] = _per_call_us(lambda: launcher._pack(*args))
+    report["current stream lookup only"] = _per_call_us(DRIVER.get_current_stream)
+    report["cuCtxGetCurrent only"] = _per_call_us(launcher._raw.current_context)
+    try:
+        report["Launcher.__call__ (grid normalising + plugin hooks)"] = _per_call_us(lambda: launcher(grid, args))
+    except Exception as exc:  # noqa: BLE001 - the core's hook machinery may not be complete yet
+        print(f"\n[overhead] Launcher.__call__ unavailable: {exc!r}")
+    report["torch a + b (reference)"] = _per_call_us(lambda: torch.add(a, b, out=out))
+    print()
+    for what, us in report.items():
+        print(f"[overhead] {what:55s} {us:6.2f} us")
+    torch.testing.assert_close(out, a + b)
