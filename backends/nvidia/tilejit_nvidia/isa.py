@@ -1,0 +1,64 @@
+"""The NVPTX table for the shared GPU lowering: special registers, barriers, shuffles, libdevice math."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import llvmlite.ir as llir
+
+from tilejit.gpu.isa import I32, TargetISA, add_string_attribute, call_intrinsic, type_suffix
+
+# math op -> libdevice base name; f32 adds the `f` suffix (`__nv_expf`), f64 uses the bare name.
+_LIBDEVICE = {
+    "math.exp": "exp", "math.exp2": "exp2", "math.log": "log", "math.log2": "log2",
+    "math.log10": "log10", "math.log1p": "log1p", "math.expm1": "expm1", "math.rsqrt": "rsqrt",
+    "math.sin": "sin", "math.cos": "cos", "math.tan": "tan", "math.tanh": "tanh", "math.sinh": "sinh",
+    "math.cosh": "cosh", "math.asin": "asin", "math.acos": "acos", "math.atan": "atan",
+    "math.erf": "erf", "math.cbrt": "cbrt", "math.powf": "pow", "math.atan2": "atan2",
+    "arith.remf": "fmod",
+}
+# math op -> LLVM intrinsic base name (NVPTX selects these to single instructions)
+_INTRINSICS = {
+    "math.sqrt": "llvm.sqrt", "tt.precise_sqrt": "llvm.sqrt", "math.absf": "llvm.fabs",
+    "math.floor": "llvm.floor", "math.ceil": "llvm.ceil", "math.trunc": "llvm.trunc",
+    "math.round": "llvm.round", "math.fma": "llvm.fma", "math.copysign": "llvm.copysign",
+    "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum",
+    "arith.maximumf": "llvm.maximum", "arith.minimumf": "llvm.minimum",
+}
+
+
+class NvidiaISA(TargetISA):
+    triple = "nvptx64-nvidia-cuda"
+    data_layout = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+    def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
+        func.calling_convention = "ptx_kernel"
+        add_string_attribute(func, "nvvm.maxntid", str(threads_per_block))
+
+    def _sreg(self, builder, name: str):
+        return call_intrinsic(builder, f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+
+    def thread_id_x(self, builder):
+        return self._sreg(builder, "tid.x")
+
+    def program_id(self, builder, axis: int):
+        return self._sreg(builder, "ctaid." + "xyz"[axis])
+
+    def num_programs(self, builder, axis: int):
+        return self._sreg(builder, "nctaid." + "xyz"[axis])
+
+    def barrier(self, builder) -> None:
+        call_intrinsic(builder, "llvm.nvvm.barrier0", llir.VoidType(), [])
+
+    def shuffle_xor(self, builder, value_i32, lane_mask: int, lane_id):
+        full = llir.Constant(I32, -1)
+        return call_intrinsic(builder, "llvm.nvvm.shfl.sync.bfly.i32", I32,
+                              [full, value_i32, llir.Constant(I32, lane_mask), llir.Constant(I32, 0x1F)])
+
+    def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
+        suffix = type_suffix(type_)
+        if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):
+            return "intrinsic", f"{_INTRINSICS[op_name]}.{suffix}"
+        if op_name in _LIBDEVICE and suffix in ("f32", "f64"):
+            base = _LIBDEVICE[op_name]
+            return "libcall", f"__nv_{base}{'f' if suffix == 'f32' else ''}"
+        return None

@@ -1,0 +1,204 @@
+"""Axis analysis (as Triton's AxisInfo): what is known about the values of an integer or pointer tensor.
+
+Per dimension: `contiguity` (runs of consecutive values of this length start at aligned positions),
+`divisibility` (the first value of each run is a multiple of this power of two; for pointers in
+bytes), `constancy` (runs of equal values). The coalescing decision and the vector width of loads and
+stores come from it: a run of 4 contiguous f32 whose start is 16-byte aligned is one 128-bit access.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+from typing import Dict, Tuple
+
+from .. import ir
+
+MAX_DIV = 1 << 30
+
+
+def _pow2_divisor(n: int) -> int:
+    n = abs(int(n))
+    if n == 0:
+        return MAX_DIV
+    return min(n & -n, MAX_DIV)
+
+
+@dataclass(frozen=True)
+class AxisInfo:
+    contiguity: Tuple[int, ...]
+    divisibility: Tuple[int, ...]
+    constancy: Tuple[int, ...]
+
+    @staticmethod
+    def unknown(rank: int) -> "AxisInfo":
+        r = max(rank, 1)
+        return AxisInfo((1,) * r, (1,) * r, (1,) * r)
+
+
+def _elem_bytes(t) -> int:
+    e = ir.element_type(t)
+    if isinstance(e, ir.PointerType):
+        e = e.pointee
+    width = getattr(e, "width", 8)
+    return max(1, width // 8)
+
+
+def _as_list(attr, rank):
+    if attr is None:
+        return None
+    if isinstance(attr, (list, tuple)):
+        return [int(v) for v in attr]
+    if isinstance(attr, ir.DenseAttr):
+        return [int(v) for v in attr.values]
+    return [int(attr)] * max(rank, 1)
+
+
+class AxisAnalysis:
+    """Runs once over a function; `info(value)` answers for any value (unknown when not tensor-like)."""
+
+    def __init__(self, func: ir.Operation):
+        # Loop-carried values start as their initial value's info; after a walk, each is met with
+        # what the loop yields and the walk repeats until nothing changes (a fixpoint).
+        self.loop_args: Dict[int, AxisInfo] = {}
+        for _ in range(4):
+            self._walk(func)
+            changed = False
+            for op in func.walk():
+                if op.name != "scf.for":
+                    continue
+                body = op.regions[0].blocks[0]
+                for k, arg in enumerate(body.args[1:]):
+                    met = _meet(self.info(op.operands[3 + k]), self.info(body.ops[-1].operands[k]))
+                    if self.loop_args.get(id(arg)) != met:
+                        self.loop_args[id(arg)] = met
+                        changed = True
+            if not changed:
+                break
+
+    def _walk(self, func: ir.Operation) -> None:
+        self.infos: Dict[int, AxisInfo] = {}
+        entry = func.regions[0].blocks[0]
+        for arg, attrs in zip(entry.args, func.attrs.get("arg_attrs") or []):
+            div = (attrs or {}).get("tt.divisibility", 1)
+            self.infos[id(arg)] = AxisInfo((1,), (int(div),), (1,))
+        for op in func.walk():
+            if op is func:
+                continue
+            if op.name == "scf.for":
+                body = op.regions[0].blocks[0]
+                for k, arg in enumerate(body.args[1:]):
+                    self.infos[id(arg)] = self.loop_args.get(id(arg), self.info(op.operands[3 + k]))
+            self._visit(op)
+
+    def info(self, v: ir.Value) -> AxisInfo:
+        got = self.infos.get(id(v))
+        return got if got is not None else AxisInfo.unknown(len(ir.shape_of(v.type)))
+
+    def _visit(self, op: ir.Operation) -> None:
+        for r in op.results:
+            info = self._compute(op, r)
+            contig = _as_list(op.attrs.get("tt.contiguity"), len(ir.shape_of(r.type)))
+            div = _as_list(op.attrs.get("tt.divisibility"), len(ir.shape_of(r.type)))
+            if contig or div:
+                info = AxisInfo(tuple(contig or info.contiguity), tuple(div or info.divisibility),
+                                info.constancy)
+            self.infos[id(r)] = info
+
+    def _compute(self, op: ir.Operation, r: ir.Value) -> AxisInfo:
+        shape = ir.shape_of(r.type) or (1,)
+        rank = len(shape)
+        name = op.name
+        ins = [self.info(v) for v in op.operands]
+        if name == "arith.constant":
+            value = op.attrs.get("value")
+            if isinstance(value, int) and not isinstance(value, bool):
+                return AxisInfo((1,) * rank, (_pow2_divisor(value),) * rank, tuple(shape))
+            return AxisInfo((1,) * rank, (1,) * rank, tuple(shape))
+        if name == "tt.make_range":
+            return AxisInfo((shape[0],), (_pow2_divisor(op.attrs.get("start", 0)),), (1,))
+        if name == "tt.splat":
+            return AxisInfo((1,) * rank, (ins[0].divisibility[0],) * rank, tuple(shape))
+        if name == "ttg.convert_layout":
+            return ins[0]
+        if name == "tt.get_program_id" or name == "tt.get_num_programs":
+            return AxisInfo((1,), (1,), (1,))
+        if name == "tt.expand_dims":
+            axis = op.attrs["axis"]
+            src = ins[0]
+            c, d, k = list(src.contiguity), list(src.divisibility), list(src.constancy)
+            c.insert(axis, 1)
+            d.insert(axis, min(src.divisibility))
+            k.insert(axis, 1)
+            return AxisInfo(tuple(c), tuple(d), tuple(k))
+        if name == "tt.broadcast":
+            src_shape = ir.shape_of(op.operands[0].type)
+            src = ins[0]
+            c, k = [], []
+            for i, (s_in, s_out) in enumerate(zip(src_shape, shape)):
+                c.append(1 if s_in != s_out else src.contiguity[i])
+                k.append(s_out if s_in != s_out else src.constancy[i])
+            return AxisInfo(tuple(c), src.divisibility, tuple(k))
+        if len(ins) == 2 and len(ins[0].contiguity) == rank and len(ins[1].contiguity) == rank:
+            a, b = ins
+            if name in ("arith.addi", "tt.addptr", "arith.subi"):
+                scale = _elem_bytes(op.operands[0].type) if name == "tt.addptr" else 1
+                bdiv = tuple(min(v * scale, MAX_DIV) for v in b.divisibility)
+                contig = tuple(max(gcd(a.contiguity[i], b.constancy[i]),
+                                   gcd(a.constancy[i], b.contiguity[i]) if name != "arith.subi" else 1)
+                               for i in range(rank))
+                return AxisInfo(contig, tuple(gcd(x, y) for x, y in zip(a.divisibility, bdiv)),
+                                tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
+            if name == "arith.muli":
+                div = tuple(min(x * y, MAX_DIV) for x, y in zip(a.divisibility, b.divisibility))
+                return AxisInfo((1,) * rank, div, tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
+            if name in ("arith.cmpi",):
+                # x + [0, c) against n: aligned groups of gcd(c, div(x), div(n)) compare alike.
+                k = []
+                for i in range(rank):
+                    if a.constancy[i] > 1 and b.constancy[i] > 1:
+                        k.append(gcd(a.constancy[i], b.constancy[i]))
+                    elif b.constancy[i] == shape[i] or b.constancy[i] > 1:
+                        k.append(max(1, gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i]))
+                                     if a.contiguity[i] > 1 else a.constancy[i]))
+                    elif a.constancy[i] > 1:
+                        k.append(max(1, gcd(b.contiguity[i], gcd(b.divisibility[i], a.divisibility[i]))
+                                     if b.contiguity[i] > 1 else b.constancy[i]))
+                    else:
+                        k.append(1)
+                return AxisInfo((1,) * rank, (1,) * rank, tuple(min(v, shape[i]) for i, v in enumerate(k)))
+            if name in ("arith.andi", "arith.ori"):
+                return AxisInfo((1,) * rank, (1,) * rank,
+                                tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
+        if ir.op_info(name).elementwise and ins and all(len(i.constancy) == rank for i in ins):
+            k = ins[0].constancy
+            for other in ins[1:]:
+                k = tuple(gcd(x, y) for x, y in zip(k, other.constancy))
+            return AxisInfo((1,) * rank, (1,) * rank, k)
+        return AxisInfo.unknown(rank)
+
+
+def _meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for both a and b."""
+    if len(a.contiguity) != len(b.contiguity):
+        return AxisInfo.unknown(len(a.contiguity))
+    g = lambda x, y: tuple(gcd(p, q) for p, q in zip(x, y))
+    return AxisInfo(g(a.contiguity, b.contiguity), g(a.divisibility, b.divisibility), g(a.constancy, b.constancy))
+
+
+def vector_width(analysis: AxisAnalysis, ptr: ir.Value, dim: int, mask: ir.Value = None) -> int:
+    """Elements of `ptr` (a tensor of pointers) one thread may access with one instruction along `dim`."""
+    if not isinstance(ptr.type, ir.TensorType):
+        return 1
+    info = analysis.info(ptr)
+    elem = _elem_bytes(ptr.type)
+    vec = min(info.contiguity[dim], max(1, info.divisibility[dim] // elem), max(1, 16 // elem))
+    if mask is not None and isinstance(mask.type, ir.TensorType):
+        vec = min(vec, analysis.info(mask).constancy[dim])
+    return max(1, 1 << (max(vec, 1).bit_length() - 1))
+
+
+def access_order(analysis: AxisAnalysis, ptr: ir.Value) -> Tuple[int, ...]:
+    """Dims sorted by contiguity, most contiguous first (ties: the last dim first, row-major)."""
+    shape = ir.shape_of(ptr.type)
+    info = analysis.info(ptr)
+    return tuple(sorted(range(len(shape)), key=lambda d: (-info.contiguity[d], -d)))

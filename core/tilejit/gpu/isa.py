@@ -1,0 +1,101 @@
+"""The per-target table the shared lowering consults: everything that differs between NVPTX and AMDGPU.
+
+A backend implements `TargetISA` (`tilejit_nvidia/isa.py`, `tilejit_amd/isa.py`); the lowering in
+`gpu/llvm/` calls only these methods, so a new GPU target is a new table, not a new lowering.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Optional, Tuple
+
+import llvmlite.ir as llir
+
+from ..errors import CompilationError
+
+F32 = llir.FloatType()
+F64 = llir.DoubleType()
+I32 = llir.IntType(32)
+
+
+def declare(module: llir.Module, name: str, ret, args) -> llir.Function:
+    """Get or declare the function `name` in `module`."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return llir.Function(module, llir.FunctionType(ret, list(args)), name)
+
+
+def add_string_attribute(func: llir.Function, key: str, value: str) -> None:
+    """llvmlite only accepts its list of known attributes; target attributes are `"key"="value"`
+    strings, which LLVM's parser accepts, so they are added to the underlying set directly."""
+    set.add(func.attributes, f'"{key}"="{value}"')
+
+
+def call_intrinsic(builder: llir.IRBuilder, name: str, ret, args):
+    fn = declare(builder.module, name, ret, [a.type for a in args])
+    return builder.call(fn, list(args))
+
+
+class TargetISA(abc.ABC):
+    """Triple, kernel marking, special registers, synchronization and math for one GPU target."""
+
+    triple: str = ""
+    data_layout: str = ""
+    shared_address_space: int = 3
+    global_address_space: int = 1
+
+    def __init__(self, arch, warp_size: int):
+        self.arch = arch
+        self.warp_size = warp_size
+
+    # -- kernels -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
+        """Make `func` a kernel entry point for `threads_per_block` threads."""
+
+    # -- special registers ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def thread_id_x(self, builder: llir.IRBuilder):
+        """The thread's index in the CTA (i32)."""
+
+    @abc.abstractmethod
+    def program_id(self, builder: llir.IRBuilder, axis: int):
+        """The CTA's index along `axis` (i32)."""
+
+    @abc.abstractmethod
+    def num_programs(self, builder: llir.IRBuilder, axis: int):
+        """The grid's size along `axis` (i32)."""
+
+    # -- synchronization and communication -----------------------------------------------------
+    @abc.abstractmethod
+    def barrier(self, builder: llir.IRBuilder) -> None:
+        """All threads of the CTA wait here; shared memory written before is visible after."""
+
+    @abc.abstractmethod
+    def shuffle_xor(self, builder: llir.IRBuilder, value_i32, lane_mask: int, lane_id):
+        """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
+
+    def trap(self, builder: llir.IRBuilder) -> None:
+        call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])
+
+    # -- math ----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
+        """How to compute `op_name` (e.g. `math.exp`) for the LLVM float type `type_`:
+        ("intrinsic", "llvm.exp2.f32"), ("libcall", "__nv_expf"), or None when the core's
+        portable expansion (built from other math ops) must be used."""
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({self.arch})"
+
+
+def type_suffix(type_) -> str:
+    if isinstance(type_, llir.DoubleType):
+        return "f64"
+    if isinstance(type_, llir.HalfType):
+        return "f16"
+    if isinstance(type_, llir.FloatType):
+        return "f32"
+    if str(type_) == "bfloat":
+        return "bf16"
+    raise CompilationError(f"no math functions for LLVM type {type_}")

@@ -1,0 +1,107 @@
+"""`tt.dot` (a method of `FunctionLowering`): FMA for any layout, `mma.sync.m16n8k16` for NVIDIA MMA.
+
+Both read operands by coordinates: a register's offset (its coordinates minus the thread's lane and
+warp part) names the element, and the dot-operand layouts guarantee that the A rows and B columns a
+thread needs for its C elements are in its own registers.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llir
+
+from ... import ir
+from ...errors import CompilationError
+from ..isa import F32, I32, call_intrinsic
+from ..layouts import NvidiaMmaEncoding
+from .scalar_ops import to_compute
+
+
+def lower_dot(self, op):
+    enc = op.result.type.encoding
+    if isinstance(enc, NvidiaMmaEncoding):
+        return _lower_mma(self, op)
+    return _lower_fma(self, op)
+
+
+def _offsets(self, v):
+    return {off: i for i, off in enumerate(self.layout(v.type).register_offsets())}
+
+
+def _lower_fma(self, op):
+    a, b, c = op.operands
+    K = a.type.shape[-1]
+    a_vals, b_vals, c_vals = self.get(a), self.get(b), self.get(c)
+    a_at, b_at = _offsets(self, a), _offsets(self, b)
+    out_t = op.result.type
+    is_int = isinstance(ir.element_type(out_t), ir.IntType)
+    out = []
+    for r, (m, n) in enumerate(self.layout(out_t).register_offsets()):
+        acc = to_compute(self.b, c_vals[r], out_t)
+        for k in range(K):
+            try:
+                x, y = a_vals[a_at[(m, k)]], b_vals[b_at[(k, n)]]
+            except KeyError:
+                raise CompilationError.at(op.loc, "internal: dot operand layout does not hold the needed elements") from None
+            if is_int:
+                acc = self.b.add(acc, self.b.mul(self.b.sext(x, acc.type) if x.type != acc.type else x,
+                                                 self.b.sext(y, acc.type) if y.type != acc.type else y))
+                continue
+            x, y = to_compute(self.b, x, a.type), to_compute(self.b, y, b.type)
+            if x.type != acc.type:
+                x, y = self.b.fpext(x, acc.type), self.b.fpext(y, acc.type)
+            acc = call_intrinsic(self.b, f"llvm.fma.{_suffix(acc.type)}", acc.type, [x, y, acc])
+        from .scalar_ops import from_compute
+        out.append(from_compute(self.b, acc, out_t))
+    self.set(op.result, out)
+
+
+def _suffix(t):
+    return {"float": "f32", "double": "f64", "half": "f16"}[str(t)]
+
+
+# Element positions inside one m16n8k16 fragment, relative to the tile's corner.
+_A_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
+_B_FRAGMENT = [(0, 0), (1, 0), (8, 0), (9, 0)]
+_C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
+
+
+def _lower_mma(self, op):
+    a, b, c = op.operands
+    elem = str(ir.element_type(a.type))
+    if elem not in ("f16", "bf16"):
+        raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16 operands, not {elem}")
+    a_vals, b_vals, c_vals = self.get(a), self.get(b), self.get(c)
+    a_at, b_at, c_at = _offsets(self, a), _offsets(self, b), _offsets(self, c)
+    a_tiles = sorted({(m, k) for (m, k) in a_at if (m % 16, k % 16) == (0, 0)})
+    k_tiles = sorted({k for _, k in a_tiles})
+    c_tiles = sorted({(m, n) for (m, n) in c_at if (m % 16, n % 8) == (0, 0)})
+    i32 = I32
+    if elem == "f16":
+        name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"   # D and C types; A/B are f16
+        pair_ty = llir.VectorType(llir.HalfType(), 2)
+    else:
+        name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+        pair_ty = i32
+    ret_ty = llir.LiteralStructType([F32] * 4)
+
+    def pack(x, y):
+        if elem == "f16":
+            v = llir.Constant(pair_ty, None)
+            v = self.b.insert_element(v, x, llir.Constant(i32, 0))
+            return self.b.insert_element(v, y, llir.Constant(i32, 1))
+        lo = self.b.zext(x, i32)
+        hi = self.b.shl(self.b.zext(y, i32), llir.Constant(i32, 16))
+        return self.b.or_(lo, hi)
+
+    out = list(c_vals)
+    for (m0, n0) in c_tiles:
+        acc = [c_vals[c_at[(m0 + dm, n0 + dn)]] for dm, dn in _C_FRAGMENT]
+        for k0 in k_tiles:
+            av = [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
+            bv = [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in _B_FRAGMENT]
+            a_regs = [pack(av[2 * i], av[2 * i + 1]) for i in range(4)]
+            b_regs = [pack(bv[2 * i], bv[2 * i + 1]) for i in range(2)]
+            res = call_intrinsic(self.b, name, ret_ty, a_regs + b_regs + acc)
+            acc = [self.b.extract_value(res, i) for i in range(4)]
+        for (dm, dn), v in zip(_C_FRAGMENT, acc):
+            out[c_at[(m0 + dm, n0 + dn)]] = v
+    self.set(op.result, out)

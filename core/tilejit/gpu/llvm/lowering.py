@@ -1,0 +1,336 @@
+"""TTGIR -> LLVM IR (llvmlite.ir): the driver, index math, shared memory and control flow.
+
+Each tensor value becomes the list of LLVM scalars this thread holds, in its layout's register order
+(a scalar is a list of one). Elementwise ops map over the lists; ops that move data between threads
+(layout conversions, reductions, dots, memory) live in `tensor_ops.py`. Everything target-specific is
+asked of the `TargetISA` table.
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+import llvmlite.ir as llir
+
+from ... import ir
+from ...errors import CompilationError, TilejitError
+from ..axis_info import AxisAnalysis
+from ..isa import I32, TargetISA
+from ..linear_layout import LinearLayout
+from .scalar_ops import ScalarLowering, llvm_type
+from .tensor_ops import TensorOps
+
+_SMEM_NAME = "global_smem"
+
+
+def layout_of(t: ir.Type) -> LinearLayout:
+    """The linear layout of a TTGIR tensor type; scalars hold their one value in register 0."""
+    if not isinstance(t, ir.TensorType):
+        return LinearLayout((), (), (), ())
+    if t.encoding is None:
+        raise CompilationError(f"tensor {t} has no layout: run the TTGIR passes first")
+    return t.encoding.to_linear(t.shape)
+
+
+class FunctionLowering(TensorOps):
+    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetISA, num_warps: int, ir_module):
+        self.module = module
+        self.func = func
+        self.ir_module = ir_module
+        self.isa = isa
+        self.num_warps = num_warps
+        self.warp_size = isa.warp_size
+        self.scalar = ScalarLowering(isa)
+        self.vals: Dict[int, List] = {}
+        self.analysis = AxisAnalysis(func)
+        self.smem_bytes = 0
+        self._coord_cache: Dict[tuple, list] = {}
+        self.b: llir.IRBuilder = None
+
+    # --- entry ---------------------------------------------------------------------------------
+    def lower(self) -> llir.Function:
+        entry = self.func.regions[0].blocks[0]
+        params = [llvm_type(a.type) for a in entry.args]
+        fn = llir.Function(self.module, llir.FunctionType(llir.VoidType(), params), self.func.attrs["sym_name"])
+        self.isa.mark_kernel(fn, self.num_warps * self.warp_size)
+        for arg, attrs, p in zip(entry.args, self.func.attrs.get("arg_attrs") or [{}] * len(params), fn.args):
+            if isinstance(arg.type, ir.PointerType):
+                p.add_attribute("noalias") if (attrs or {}).get("tt.noalias") else None
+            self.vals[id(arg)] = [p]
+        self.b = llir.IRBuilder(fn.append_basic_block("entry"))
+        tid = self.isa.thread_id_x(self.b)
+        ws_bits = self.warp_size.bit_length() - 1
+        self.lane = self.b.and_(tid, llir.Constant(I32, self.warp_size - 1), name="lane")
+        self.warp = self.b.lshr(tid, llir.Constant(I32, ws_bits), name="warp")
+        self.lower_block(entry)
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        return fn
+
+    # --- values --------------------------------------------------------------------------------
+    def get(self, v: ir.Value) -> List:
+        try:
+            return self.vals[id(v)]
+        except KeyError:
+            raise CompilationError("internal: value used before it was lowered") from None
+
+    def set(self, v: ir.Value, values: List) -> None:
+        self.vals[id(v)] = list(values)
+
+    def const(self, t, value):
+        ty = llvm_type(t)
+        if isinstance(ty, llir.IntType):
+            if isinstance(value, bool):
+                value = int(value)
+            if isinstance(value, float):
+                value = int(value)
+            return llir.Constant(ty, value)
+        if isinstance(ty, llir.PointerType):
+            return llir.Constant(ty, None)
+        return llir.Constant(ty, float(value))
+
+    # --- index math ----------------------------------------------------------------------------
+    def _bit_combination(self, bases, index_value, dim):
+        """XOR of the `dim` components of the bases selected by the bits of `index_value` (i32)."""
+        acc = None
+        for bit, basis in enumerate(bases):
+            if basis[dim] == 0:
+                continue
+            picked = self.b.and_(self.b.lshr(index_value, llir.Constant(I32, bit)), llir.Constant(I32, 1))
+            term = self.b.mul(picked, llir.Constant(I32, basis[dim]))
+            acc = term if acc is None else self.b.xor(acc, term)
+        return acc if acc is not None else llir.Constant(I32, 0)
+
+    def thread_base(self, layout: LinearLayout):
+        """Per dim, the coordinate offset the thread's lane and warp contribute."""
+        out = []
+        for d in range(layout.rank):
+            lane_part = self._bit_combination(layout.lanes, self.lane, d)
+            warp_part = self._bit_combination(layout.warps, self.warp, d)
+            out.append(self.b.xor(lane_part, warp_part))
+        return out
+
+    def element_coords(self, layout: LinearLayout):
+        """coords[r][d]: i32 coordinate along d of register r (register offsets XOR thread base)."""
+        base = self.thread_base(layout)
+        return [[self.b.xor(base[d], llir.Constant(I32, off[d])) if off[d] else base[d]
+                 for d in range(layout.rank)] for off in layout.register_offsets()]
+
+    def is_owner(self, layout: LinearLayout):
+        """i1: this thread holds the canonical copy of its elements (replicas skip side effects)."""
+        cond = llir.Constant(llir.IntType(1), 1)
+        for bases, idx in ((layout.lanes, self.lane), (layout.warps, self.warp)):
+            for bit, basis in enumerate(bases):
+                if not any(basis):
+                    bitv = self.b.and_(idx, llir.Constant(I32, 1 << bit))
+                    cond = self.b.and_(cond, self.b.icmp_unsigned("==", bitv, llir.Constant(I32, 0)))
+        return cond
+
+    # --- shared memory -------------------------------------------------------------------------
+    def smem_base(self, nbytes: int):
+        """The CTA's shared scratch (dynamic shared memory). Every user starts at offset 0 and is
+        fenced by barriers before and after, so the size needed is the largest single use."""
+        self.smem_bytes = max(self.smem_bytes, nbytes)
+        glob = self.module.globals.get(_SMEM_NAME)
+        if glob is None:
+            glob = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), _SMEM_NAME,
+                                       addrspace=self.isa.shared_address_space)
+            glob.linkage = "external"
+            glob.align = 16
+            # llvmlite gives globals typed pointers, which store/gep then check against the pointee;
+            # the kernel indexes it with many element types, so make it an opaque pointer.
+            glob.type = llir.PointerType(addrspace=self.isa.shared_address_space)
+        return glob
+
+    def smem_ptr(self, elem_ty, index):
+        base = self.smem_base(0)
+        return self.b.gep(base, [index], source_etype=elem_ty)
+
+    # --- blocks and control flow -----------------------------------------------------------------
+    def lower_block(self, block: ir.Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: ir.Operation) -> None:
+        try:
+            handler = self.HANDLERS.get(op.name)
+            if handler is not None:
+                getattr(self, handler)(op)
+            elif ir.op_info(op.name).elementwise:
+                self.lower_elementwise(op)
+            else:
+                raise CompilationError.at(op.loc, f"the GPU backends do not support {op.name} yet")
+        except TilejitError as exc:
+            if isinstance(exc, CompilationError) and exc.line is None and op.loc.file:
+                raise CompilationError.at(op.loc, exc.message) from None
+            raise
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as exc:
+            raise CompilationError.at(op.loc, f"internal error lowering {op.name} to LLVM: "
+                                              f"{type(exc).__name__}: {exc}") from None
+
+    def lower_elementwise(self, op: ir.Operation) -> None:
+        lists = [self.get(v) for v in op.operands]
+        n = max(len(v) for v in lists) if lists else 1
+        out = []
+        for i in range(n):
+            out.append(self.scalar.lower(self.b, op, [v[i] if len(v) > 1 else v[0] for v in lists]))
+        self.set(op.result, out)
+
+    def _phis(self, values_per_result, types):
+        return [[self.b.phi(v.type) for v in vals] for vals in values_per_result]
+
+    def lower_for(self, op: ir.Operation) -> None:
+        lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
+        inits = [self.get(v) for v in op.operands[3:]]
+        body = op.regions[0].blocks[0]
+        pre = self.b.block
+        fn = pre.function
+        header = fn.append_basic_block("for.header")
+        body_bb = fn.append_basic_block("for.body")
+        exit_bb = fn.append_basic_block("for.exit")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        iv = self.b.phi(lb.type, name="iv")
+        iv.add_incoming(lb, pre)
+        carried = []
+        for vals in inits:
+            phis = [self.b.phi(v.type) for v in vals]
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, pre)
+            carried.append(phis)
+        self.b.cbranch(self.b.icmp_signed("<", iv, ub), body_bb, exit_bb)
+        self.b.position_at_end(body_bb)
+        self.set(body.args[0], [iv])
+        for arg, phis in zip(body.args[1:], carried):
+            self.set(arg, phis)
+        for inner in body.ops[:-1]:
+            self.lower_op(inner)
+        yielded = [self.get(v) for v in body.ops[-1].operands]
+        latch = self.b.block
+        iv.add_incoming(self.b.add(iv, step), latch)
+        for phis, vals in zip(carried, yielded):
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, latch)
+        self.b.branch(header)
+        self.b.position_at_end(exit_bb)
+        for r, phis in zip(op.results, carried):
+            self.set(r, phis)
+
+    def lower_if(self, op: ir.Operation) -> None:
+        cond = self.get(op.operands[0])[0]
+        fn = self.b.block.function
+        then_bb = fn.append_basic_block("if.then")
+        else_bb = fn.append_basic_block("if.else")
+        merge = fn.append_basic_block("if.end")
+        self.b.cbranch(cond, then_bb, else_bb)
+        arms = []
+        for region, bb in zip(list(op.regions) + [None] * (2 - len(op.regions)), (then_bb, else_bb)):
+            self.b.position_at_end(bb)
+            yielded = []
+            if region is not None and region.blocks:
+                block = region.blocks[0]
+                for inner in block.ops[:-1]:
+                    self.lower_op(inner)
+                if block.ops and block.ops[-1].name == "scf.yield":
+                    yielded = [self.get(v) for v in block.ops[-1].operands]
+                elif block.ops:
+                    self.lower_op(block.ops[-1])
+            arms.append((self.b.block, yielded))
+            if not self.b.block.is_terminated:
+                self.b.branch(merge)
+        self.b.position_at_end(merge)
+        for k, r in enumerate(op.results):
+            phis = []
+            for i, v in enumerate(arms[0][1][k]):
+                p = self.b.phi(v.type)
+                for bb, yielded in arms:
+                    p.add_incoming(yielded[k][i], bb)
+                phis.append(p)
+            self.set(r, phis)
+
+    def lower_while(self, op: ir.Operation) -> None:
+        inits = [self.get(v) for v in op.operands]
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        pre = self.b.block
+        fn = pre.function
+        header = fn.append_basic_block("while.before")
+        body_bb = fn.append_basic_block("while.after")
+        exit_bb = fn.append_basic_block("while.exit")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        carried = []
+        for arg, vals in zip(before.args, inits):
+            phis = [self.b.phi(v.type) for v in vals]
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, pre)
+            carried.append(phis)
+            self.set(arg, phis)
+        for inner in before.ops[:-1]:
+            self.lower_op(inner)
+        cond_op = before.ops[-1]
+        forwarded = [self.get(v) for v in cond_op.operands[1:]]
+        self.b.cbranch(self.get(cond_op.operands[0])[0], body_bb, exit_bb)
+        cond_block = self.b.block
+        self.b.position_at_end(body_bb)
+        for arg, vals in zip(after.args, forwarded):
+            self.set(arg, vals)
+        for inner in after.ops[:-1]:
+            self.lower_op(inner)
+        yielded = [self.get(v) for v in after.ops[-1].operands]
+        latch = self.b.block
+        for phis, vals in zip(carried, yielded):
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, latch)
+        self.b.branch(header)
+        self.b.position_at_end(exit_bb)
+        del cond_block
+        for r, vals in zip(op.results, forwarded):
+            self.set(r, vals)
+
+    def lower_return(self, op: ir.Operation) -> None:
+        if op.parent is self.func.regions[0].blocks[0]:
+            self.b.ret_void()
+            return
+        raise CompilationError.at(op.loc, "an early return inside control flow is not supported on GPU yet")
+
+    def lower_call(self, op: ir.Operation) -> None:
+        """Device functions are inlined: their body is lowered with the call's operands as arguments."""
+        callee = self.ir_module.get(op.attrs.get("callee", ""))
+        if callee is None:
+            raise CompilationError.at(op.loc, f"call to unknown function {op.attrs.get('callee')!r}")
+        body = callee.regions[0].blocks[0]
+        for arg, v in zip(body.args, op.operands):
+            self.set(arg, self.get(v))
+        for inner in body.ops[:-1]:
+            self.lower_op(inner)
+        ret = body.ops[-1]
+        if ret.name != "tt.return":
+            raise CompilationError.at(op.loc, "the called function does not end with tt.return")
+        for r, v in zip(op.results, ret.operands):
+            self.set(r, self.get(v))
+
+    HANDLERS = {
+        "scf.for": "lower_for", "scf.if": "lower_if", "scf.while": "lower_while",
+        "tt.return": "lower_return", "tt.call": "lower_call",
+        **TensorOps.TENSOR_HANDLERS,
+    }
+
+
+def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int) -> tuple:
+    """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function."""
+    module = llir.Module(name="tilejit")
+    module.triple = isa.triple
+    module.data_layout = isa.data_layout
+    kernel = ttgir.functions[0] if ttgir.functions else None
+    if kernel is None:
+        raise CompilationError("the module has no kernel function")
+    lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir)
+    lowering.lower()
+    text = str(module)
+    metadata = {
+        "name": kernel.attrs["sym_name"],
+        "shared": lowering.smem_bytes,
+        "num_warps": num_warps,
+        "threads_per_block": num_warps * isa.warp_size,
+        "warp_size": isa.warp_size,
+    }
+    return text, metadata

@@ -1,0 +1,408 @@
+"""Tensor ops that depend on layouts: creation, memory, data movement, reductions, scans, dots.
+
+A mixin of `FunctionLowering`: `self.b` is the builder, `self.get/set` map IR values to the lists of
+LLVM scalars a thread holds, `element_coords(layout)` gives each register's coordinates.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llir
+
+from ... import ir
+from ...errors import CompilationError
+from ..axis_info import vector_width
+from ..isa import I32
+from .scalar_ops import llvm_type
+
+I1 = llir.IntType(1)
+I8 = llir.IntType(8)
+
+
+def _row_major_index(b, coords, shape):
+    idx = None
+    for c, s in zip(coords, shape):
+        idx = c if idx is None else b.add(b.mul(idx, llir.Constant(I32, s)), c)
+    return idx if idx is not None else llir.Constant(I32, 0)
+
+
+class TensorOps:
+    TENSOR_HANDLERS = {
+        "arith.constant": "lower_constant", "tt.get_program_id": "lower_program_id",
+        "tt.get_num_programs": "lower_num_programs", "tt.make_range": "lower_make_range",
+        "tt.splat": "lower_splat", "tt.broadcast": "lower_broadcast", "tt.expand_dims": "lower_expand_dims",
+        "ttg.convert_layout": "lower_convert", "tt.reshape": "lower_reshape", "tt.trans": "lower_trans",
+        "tt.join": "lower_join", "tt.split": "lower_split", "tt.cat": "lower_cat",
+        "tt.addptr": "lower_addptr", "tt.load": "lower_load", "tt.store": "lower_store",
+        "tt.atomic_rmw": "lower_atomic_rmw", "tt.atomic_cas": "lower_atomic_cas",
+        "tt.reduce": "lower_reduce", "tt.scan": "lower_scan", "tt.dot": "lower_dot",
+        "tt.assert": "lower_assert", "tt.assume": "lower_nothing", "gpu.barrier": "lower_barrier",
+    }
+
+    # --- creation ------------------------------------------------------------------------------
+    def lower_constant(self, op):
+        t = op.result.type
+        value = op.attrs["value"]
+        layout = self.layout(t)
+        if isinstance(value, ir.DenseAttr):
+            # Each thread picks its elements by coordinates: a table in the module, indexed at run time.
+            elem = llvm_type(t)
+            arr_ty = llir.ArrayType(elem, len(value.values))
+            table = llir.GlobalVariable(self.module, arr_ty, self.module.get_unique_name("dense"))
+            table.global_constant = True
+            table.linkage = "internal"
+            table.initializer = llir.Constant(arr_ty, [self.const(t, v) for v in value.values])
+            table.type = llir.PointerType()   # opaque, so it is indexed by element (see smem_base)
+            out = []
+            for coords in self.element_coords(layout):
+                ptr = self.b.gep(table, [_row_major_index(self.b, coords, t.shape)],
+                                 source_etype=elem)
+                out.append(self.b.load(ptr, typ=elem))
+            self.set(op.result, out)
+            return
+        self.set(op.result, [self.const(t, value)] * layout.num_registers)
+
+    def layout(self, t):
+        from .lowering import layout_of
+        return layout_of(t)
+
+    def lower_program_id(self, op):
+        self.set(op.result, [self.isa.program_id(self.b, op.attrs.get("axis", 0))])
+
+    def lower_num_programs(self, op):
+        self.set(op.result, [self.isa.num_programs(self.b, op.attrs.get("axis", 0))])
+
+    def lower_make_range(self, op):
+        start = op.attrs.get("start", 0)
+        out = []
+        for coords in self.element_coords(self.layout(op.result.type)):
+            out.append(self.b.add(coords[0], llir.Constant(I32, start)) if start else coords[0])
+        self.set(op.result, out)
+
+    def lower_splat(self, op):
+        self.set(op.result, self.get(op.operands[0]) * self.layout(op.result.type).num_registers)
+
+    def lower_nothing(self, op):
+        pass
+
+    def lower_barrier(self, op):
+        self.isa.barrier(self.b)
+
+    def lower_expand_dims(self, op):
+        # A slice of P expanded back is P on a shape with a 1: the registers are the same list.
+        src_layout = self.layout(op.operands[0].type)
+        dst_layout = self.layout(op.result.type)
+        if src_layout.num_registers != dst_layout.num_registers:
+            raise CompilationError("internal: expand_dims of a layout that is not a slice of the result's")
+        self.set(op.result, self.get(op.operands[0]))
+
+    def lower_broadcast(self, op):
+        src_t, dst_t = op.operands[0].type, op.result.type
+        if not isinstance(src_t, ir.TensorType):
+            return self.lower_splat(op)
+        src, dst = self.layout(src_t), self.layout(dst_t)
+        keep = [s_in == s_out for s_in, s_out in zip(src_t.shape, dst_t.shape)]
+        by_offset = {off: i for i, off in enumerate(src.register_offsets())}
+        values = self.get(op.operands[0])
+        out = []
+        for off in dst.register_offsets():
+            key = tuple(o if k else 0 for o, k in zip(off, keep))
+            if key not in by_offset:
+                return self._remap(op, [op.operands[0]], lambda c: (0, tuple(x if k else 0 for x, k in zip(c, keep))))
+            out.append(values[by_offset[key]])
+        self.set(op.result, out)
+
+    # --- data movement through shared memory ---------------------------------------------------
+    def _remap(self, op, sources, source_of, result=None):
+        """Generic data movement: every source element is written to shared memory (row-major per
+        source), then each result register reads the element `source_of(result coords)` names:
+        (source index, source coords as ints or i32 values)."""
+        result = result if result is not None else op.result
+        dst_t = result.type
+        elem = llvm_type(dst_t)
+        store_ty = I8 if elem == I1 else elem
+        sizes = [s.type.numel for s in sources]
+        offsets = [sum(sizes[:i]) for i in range(len(sources))]
+        nbytes = sum(sizes) * max(1, store_ty.width // 8 if isinstance(store_ty, llir.IntType)
+                                  else {"half": 2, "float": 4, "double": 8}.get(str(store_ty), 8))
+        self.smem_base(nbytes)
+        self.isa.barrier(self.b)
+        for s, base in zip(sources, offsets):
+            layout = self.layout(s.type)
+            for value, coords in zip(self.get(s), self.element_coords(layout)):
+                idx = self.b.add(_row_major_index(self.b, coords, s.type.shape), llir.Constant(I32, base))
+                self.b.store(self.b.zext(value, I8) if elem == I1 else value, self.smem_ptr(store_ty, idx))
+        self.isa.barrier(self.b)
+        out = []
+        for coords in self.element_coords(self.layout(dst_t)):
+            which, src_coords = source_of(coords)
+            src_coords = [c if isinstance(c, llir.Value) else llir.Constant(I32, c) for c in src_coords]
+            idx = self.b.add(_row_major_index(self.b, src_coords, sources[which].type.shape),
+                             llir.Constant(I32, offsets[which]))
+            v = self.b.load(self.smem_ptr(store_ty, idx), typ=store_ty)
+            out.append(self.b.trunc(v, I1) if elem == I1 else v)
+        self.isa.barrier(self.b)
+        self.set(result, out)
+
+    def lower_convert(self, op):
+        src, dst = self.layout(op.operands[0].type), self.layout(op.result.type)
+        if src == dst:
+            self.set(op.result, self.get(op.operands[0]))
+            return
+        if src.lanes == dst.lanes and src.warps == dst.warps:
+            # Only the register order differs: a permutation inside each thread.
+            by_offset = {off: i for i, off in enumerate(src.register_offsets())}
+            values = self.get(op.operands[0])
+            if all(off in by_offset for off in dst.register_offsets()):
+                self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
+                return
+        self._remap(op, [op.operands[0]], lambda c: (0, c))
+
+    def lower_reshape(self, op):
+        src_shape = op.operands[0].type.shape
+        dst_shape = op.result.type.shape
+
+        def source_of(c):
+            linear = _row_major_index(self.b, c, dst_shape)
+            out = []
+            for s in reversed(src_shape):
+                out.append(self.b.urem(linear, llir.Constant(I32, s)))
+                linear = self.b.udiv(linear, llir.Constant(I32, s))
+            return 0, list(reversed(out))
+        self._remap(op, [op.operands[0]], source_of)
+
+    def lower_trans(self, op):
+        order = op.attrs.get("order", list(reversed(range(op.result.type.rank))))
+
+        def source_of(c):
+            src = [None] * len(c)
+            for i, o in enumerate(order):
+                src[o] = c[i]
+            return 0, src
+        self._remap(op, [op.operands[0]], source_of)
+
+    def lower_join(self, op):
+        # join(a, b): a new minor dim of size 2, a at index 0 and b at index 1.
+        self._join_select(op)
+
+    def _join_select(self, op):
+        a, b_ = op.operands
+        shape = op.result.type.shape
+        sizes = [a.type.numel, b_.type.numel]
+        elem = llvm_type(op.result.type)
+        store_ty = I8 if elem == I1 else elem
+        nbytes = 2 * sizes[0] * 8
+        self.smem_base(nbytes)
+        self.isa.barrier(self.b)
+        for k, s in enumerate((a, b_)):
+            for value, coords in zip(self.get(s), self.element_coords(self.layout(s.type))):
+                idx = self.b.add(self.b.mul(_row_major_index(self.b, coords, s.type.shape), llir.Constant(I32, 2)),
+                                 llir.Constant(I32, k))
+                self.b.store(self.b.zext(value, I8) if elem == I1 else value, self.smem_ptr(store_ty, idx))
+        self.isa.barrier(self.b)
+        out = []
+        for coords in self.element_coords(self.layout(op.result.type)):
+            idx = _row_major_index(self.b, coords, shape)
+            v = self.b.load(self.smem_ptr(store_ty, idx), typ=store_ty)
+            out.append(self.b.trunc(v, I1) if elem == I1 else v)
+        self.isa.barrier(self.b)
+        self.set(op.result, out)
+
+    def lower_split(self, op):
+        src = op.operands[0]
+        for k, r in enumerate(op.results):
+            self._remap(op, [src], lambda c, k=k: (0, list(c) + [k]), result=r)
+
+    def lower_cat(self, op):
+        # [a; b] stored one after the other is the row-major result.
+        self._cat(op)
+
+    def _cat(self, op):
+        a, b_ = op.operands
+        elem = llvm_type(op.result.type)
+        store_ty = I8 if elem == I1 else elem
+        self.smem_base(op.result.type.numel * 8)
+        self.isa.barrier(self.b)
+        for base, s in ((0, a), (a.type.numel, b_)):
+            for value, coords in zip(self.get(s), self.element_coords(self.layout(s.type))):
+                idx = self.b.add(_row_major_index(self.b, coords, s.type.shape), llir.Constant(I32, base))
+                self.b.store(self.b.zext(value, I8) if elem == I1 else value, self.smem_ptr(store_ty, idx))
+        self.isa.barrier(self.b)
+        out = []
+        for coords in self.element_coords(self.layout(op.result.type)):
+            v = self.b.load(self.smem_ptr(store_ty, _row_major_index(self.b, coords, op.result.type.shape)),
+                            typ=store_ty)
+            out.append(self.b.trunc(v, I1) if elem == I1 else v)
+        self.isa.barrier(self.b)
+        self.set(op.result, out)
+
+    # --- memory --------------------------------------------------------------------------------
+    def lower_addptr(self, op):
+        ptrs, offs = self.get(op.operands[0]), self.get(op.operands[1])
+        pointee = ir.element_type(op.operands[0].type).pointee
+        ety = llvm_type(pointee)
+        n = max(len(ptrs), len(offs))
+        self.set(op.result, [self.b.gep(ptrs[i if len(ptrs) > 1 else 0], [offs[i if len(offs) > 1 else 0]],
+                                        source_etype=ety) for i in range(n)])
+
+    def _vector_width(self, op, ptr, mask):
+        if not isinstance(ptr.type, ir.TensorType):
+            return 1
+        layout = self.layout(ptr.type)
+        if not layout.registers:
+            return 1
+        dim = next((d for d, v in enumerate(layout.registers[0]) if v), 0)
+        vec = min(vector_width(self.analysis, ptr, dim, mask), layout.contiguous_registers(dim))
+        elem_bits = llvm_type(ir.element_type(ptr.type).pointee).width if isinstance(
+            llvm_type(ir.element_type(ptr.type).pointee), llir.IntType) else {
+            "half": 16, "float": 32, "double": 64}[str(llvm_type(ir.element_type(ptr.type).pointee))]
+        return max(1, min(vec, 128 // elem_bits))
+
+    def _guarded(self, cond, body, default=None):
+        """Run `body()` only when `cond` (i1) holds; returns its value (or `default` when skipped)."""
+        if cond is None:
+            return body()
+        fn = self.b.block.function
+        then_bb = fn.append_basic_block("guard.then")
+        merge = fn.append_basic_block("guard.end")
+        before = self.b.block
+        self.b.cbranch(cond, then_bb, merge)
+        self.b.position_at_end(then_bb)
+        value = body()
+        then_end = self.b.block
+        self.b.branch(merge)
+        self.b.position_at_end(merge)
+        if value is None:
+            return None
+        phi = self.b.phi(value.type)
+        phi.add_incoming(value, then_end)
+        phi.add_incoming(default, before)
+        return phi
+
+    def lower_load(self, op):
+        ptr = op.operands[0]
+        if ir.is_block_ptr(ptr.type):
+            raise CompilationError.at(op.loc, "block pointers must be rewritten before the GPU lowering")
+        mask = op.operands[1] if len(op.operands) > 1 else None
+        other = op.operands[2] if len(op.operands) > 2 else None
+        ptrs = self.get(ptr)
+        masks = self.get(mask) if mask is not None else None
+        elem = llvm_type(op.result.type)
+        others = self.get(other) if other is not None else [llir.Constant(elem, None)] * len(ptrs)
+        vec = self._vector_width(op, ptr, mask)
+        bytes_per = (elem.width if isinstance(elem, llir.IntType) else
+                     {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
+        volatile = op.attrs.get("is_volatile", False)
+        out = []
+        for g in range(0, len(ptrs), vec):
+            cond = masks[g] if masks is not None else None
+            if vec == 1:
+                loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], elem, bytes_per, volatile),
+                                       others[g])
+                out.append(loaded)
+                continue
+            vty = llir.VectorType(elem, vec)
+            default = llir.Constant(vty, None)
+            for i in range(vec):
+                default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
+            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, volatile), default)
+            out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
+        self.set(op.result, out)
+
+    def _load(self, ptr, ty, align, volatile):
+        return self.b.load(ptr, typ=ty, align=align)
+
+    def lower_store(self, op):
+        ptr, value = op.operands[0], op.operands[1]
+        mask = op.operands[2] if len(op.operands) > 2 else None
+        ptrs, vals = self.get(ptr), self.get(value)
+        masks = self.get(mask) if mask is not None else None
+        layout = self.layout(ptr.type)
+        owner = self.is_owner(layout) if isinstance(ptr.type, ir.TensorType) else \
+            self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
+        vec = self._vector_width(op, ptr, mask)
+        elem = vals[0].type
+        bytes_per = (elem.width if isinstance(elem, llir.IntType) else
+                     {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
+        for g in range(0, len(ptrs), vec):
+            cond = owner if masks is None else self.b.and_(owner, masks[g])
+            if vec == 1:
+                self._guarded(cond, lambda g=g: self.b.store(vals[g], ptrs[g], align=bytes_per) and None)
+                continue
+            vty = llir.VectorType(elem, vec)
+            packed = llir.Constant(vty, None)
+            for i in range(vec):
+                packed = self.b.insert_element(packed, vals[g + i], llir.Constant(I32, i))
+            self._guarded(cond, lambda g=g, packed=packed: self.b.store(packed, ptrs[g], align=bytes_per * vec) and None)
+
+    _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
+            "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
+    _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+
+    def _atomic_each(self, op, make):
+        """Apply `make(i)` (an atomic on element i) once per element, in the owning thread only; the
+        old values are shared with replicas (and, for scalars, with the whole CTA) via shared memory."""
+        ptr = op.operands[0]
+        is_tensor = isinstance(ptr.type, ir.TensorType)
+        layout = self.layout(ptr.type)
+        owner = self.is_owner(layout) if is_tensor else \
+            self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
+        mask_idx = 2 if op.name == "tt.atomic_rmw" else None
+        masks = self.get(op.operands[mask_idx]) if mask_idx and len(op.operands) > mask_idx else None
+        elem = llvm_type(op.result.type)
+        results = []
+        for i in range(len(self.get(ptr))):
+            cond = owner if masks is None else self.b.and_(owner, masks[i])
+            results.append(self._guarded(cond, lambda i=i: make(i), llir.Constant(elem, None)))
+        if not is_tensor:
+            # Broadcast thread 0's old value to every thread.
+            self.smem_base(8)
+            self.isa.barrier(self.b)
+            slot = self.smem_ptr(elem, llir.Constant(I32, 0))
+            self._guarded(owner, lambda: self.b.store(results[0], slot) and None)
+            self.isa.barrier(self.b)
+            results = [self.b.load(slot, typ=elem)]
+            self.isa.barrier(self.b)
+        self.set(op.result, results)
+
+    def lower_atomic_rmw(self, op):
+        kind = op.attrs.get("atomic_rmw_op", "add")
+        if kind not in self._RMW:
+            raise CompilationError.at(op.loc, f"unknown atomic op {kind!r}")
+        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        ptrs, vals = self.get(op.operands[0]), self.get(op.operands[1])
+        self._atomic_each(op, lambda i: self.b.atomic_rmw(self._RMW[kind], ptrs[i], vals[i if len(vals) > 1 else 0],
+                                                          ordering))
+
+    def lower_atomic_cas(self, op):
+        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        ptrs, cmps, vals = (self.get(v) for v in op.operands[:3])
+        elem = llvm_type(op.result.type)
+
+        def cas(i):
+            cmp, val = cmps[i if len(cmps) > 1 else 0], vals[i if len(vals) > 1 else 0]
+            if not isinstance(elem, llir.IntType):   # cmpxchg works on integers
+                ity = llir.IntType({"half": 16, "float": 32, "double": 64}[str(elem)])
+                pair = self.b.cmpxchg(ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity), ordering,
+                                      "monotonic")
+                return self.b.bitcast(self.b.extract_value(pair, 0), elem)
+            pair = self.b.cmpxchg(ptrs[i], cmp, val, ordering, "monotonic")
+            return self.b.extract_value(pair, 0)
+        self._atomic_each(op, cas)
+
+    def lower_assert(self, op):
+        conds = self.get(op.operands[0])
+        all_true = conds[0]
+        for c in conds[1:]:
+            all_true = self.b.and_(all_true, c)
+        if all_true.type != I1:
+            all_true = self.b.icmp_unsigned("!=", all_true, llir.Constant(all_true.type, 0))
+        fn = self.b.block.function
+        fail = fn.append_basic_block("assert.fail")
+        ok = fn.append_basic_block("assert.ok")
+        self.b.cbranch(all_true, ok, fail)
+        self.b.position_at_end(fail)
+        self.isa.trap(self.b)
+        self.b.unreachable()
+        self.b.position_at_end(ok)
+
+    from .reductions import lower_reduce, lower_scan, _combine_region, _shuffle   # noqa: E402
+    from .dot import lower_dot   # noqa: E402

@@ -1,0 +1,30 @@
+"""Stage functions both GPU backends share: `ttgir` (layouts) and `llir` (LLVM IR text)."""
+from __future__ import annotations
+
+from .. import ir
+from .llvm import lower_module
+from .ttgir import GPUConfig, make_ttgir
+
+
+def ttgir_stage(module, metadata: dict, options, warp_size: int, mma_version: int) -> ir.Module:
+    if isinstance(module, str):
+        module = ir.parse_module(module)
+    cfg = GPUConfig(options.num_warps, warp_size, options.num_stages, mma_version)
+    metadata.setdefault("num_warps", options.num_warps)
+    metadata.setdefault("num_stages", options.num_stages)
+    return make_ttgir(module, cfg)
+
+
+def llir_stage(module, metadata: dict, options, isa) -> str:
+    if isinstance(module, str):
+        module = ir.parse_module(module)
+    text, info = lower_module(module, isa, options.num_warps)
+    metadata.update(info)
+    return text
+
+
+def runtime_signature(metadata: dict) -> dict:
+    """The launcher's parameters: the kernel's signature without constexprs."""
+    signature = metadata.get("signature") or {}
+    constants = metadata.get("constants") or {}
+    return {name: ty for name, ty in signature.items() if ty != "constexpr" and name not in constants}

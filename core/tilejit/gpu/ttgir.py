@@ -1,0 +1,288 @@
+"""TTIR -> TTGIR: give every tensor a layout (encoding), as Triton's ConvertTritonToTritonGPU,
+Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
+
+The passes, in order (each has a `name`, so a dump says which did what):
+1. `tritongpu-coalesce-anchors`: the axis analysis picks, per tensor rank, the blocked layout of the
+   widest memory access (its most contiguous dim first, `sizePerThread` = the proven vector width),
+   so global loads/stores become 128-bit where the data allows.
+2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v2 (mma.sync
+   m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA dot); loop-carried accumulators
+   keep that layout across iterations.
+3. `tritongpu-assign-layouts`: a backward walk gives each value the layout its users want
+   (expand_dims wants a slice of its result's layout, broadcast the same layout, elementwise ops
+   propagate), so index tensors are born in the right layout; then a forward walk writes the
+   encodings into the types and inserts `ttg.convert_layout` wherever a use still disagrees
+   (reduction results are slices, dot operands are dot-operand layouts).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from .. import ir
+from ..errors import CompilationError
+from ..ir import ops as op_registry
+from .axis_info import AxisAnalysis, access_order, vector_width
+from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
+
+# New TTGIR ops, appended to the registry (one line each).
+for _name, _traits in (("ttg.convert_layout", {"elementwise": False}),):
+    op_registry.OPS.setdefault(_name, op_registry.OpInfo(**_traits))
+
+
+@dataclass(frozen=True)
+class GPUConfig:
+    """What the layout passes need to know about the target."""
+    num_warps: int
+    warp_size: int
+    num_stages: int = 3
+    mma_version: int = 0   # 2: NVIDIA mma.sync (sm_80+); 0: FMA dot only
+
+
+def default_blocked(shape, cfg: GPUConfig, order=None, vec: int = 1) -> BlockedEncoding:
+    """The blocked layout that spreads `shape` over the CTA with `vec` contiguous elements a thread."""
+    rank = len(shape)
+    order = tuple(order) if order is not None else tuple(reversed(range(rank)))
+    spt = [1] * rank
+    spt[order[0]] = max(1, min(vec, shape[order[0]]))
+    tpw, wpc = [1] * rank, [1] * rank
+    left = cfg.warp_size
+    for d in order:
+        t = min(left, max(1, shape[d] // spt[d]))
+        tpw[d], left = t, left // t
+    tpw[order[-1] if rank > 1 else order[0]] *= left   # leftover lanes replicate
+    left = cfg.num_warps
+    for d in reversed(order):   # warps along the slow dims first, keeping rows whole within warps
+        w = min(left, max(1, shape[d] // (spt[d] * tpw[d])))
+        wpc[d], left = w, left // w
+    wpc[order[0]] *= left
+    return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), order)
+
+
+def mma_warps(shape, num_warps: int):
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if shape[0] // (16 * wm) >= shape[1] // (8 * wn) and shape[0] >= 32 * wm:
+            wm *= 2
+        elif shape[1] >= 16 * wn:
+            wn *= 2
+        else:
+            wm *= 2
+    return (wm, wn)
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v.type, ir.TensorType)
+
+
+class LayoutAssignment:
+    def __init__(self, func: ir.Operation, cfg: GPUConfig):
+        self.func = func
+        self.cfg = cfg
+        self.analysis = AxisAnalysis(func)
+        self.rank_layout: Dict[int, BlockedEncoding] = {}
+        self.wanted: Dict[int, object] = {}
+        self.fixed: Dict[int, object] = {}
+
+    # --- pass 1: tritongpu-coalesce-anchors ----------------------------------------------------
+    def coalesce_anchors(self) -> None:
+        best: Dict[int, tuple] = {}
+        for op in self.func.walk():
+            if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw") or not op.operands:
+                continue
+            ptr = op.operands[0]
+            if not _is_tensor(ptr) or ir.is_block_ptr(ptr.type):
+                continue
+            shape = ptr.type.shape
+            order = access_order(self.analysis, ptr)
+            mask = op.operands[2 if op.name == "tt.store" else 1] if len(op.operands) > (2 if op.name == "tt.store" else 1) else None
+            vec = vector_width(self.analysis, ptr, order[0], mask)
+            threads = self.cfg.warp_size * self.cfg.num_warps
+            vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
+            key = (ir.TensorType(shape, ir.i8).numel, vec)
+            if len(shape) not in best or key > best[len(shape)][0]:
+                best[len(shape)] = (key, shape, order, vec)
+        for rank, (_, shape, order, vec) in best.items():
+            self.rank_layout[rank] = default_blocked(shape, self.cfg, order, vec)
+
+    def layout_for(self, t: ir.TensorType):
+        enc = self.rank_layout.get(t.rank)
+        if enc is None:
+            enc = default_blocked(t.shape, self.cfg)
+            self.rank_layout[t.rank] = enc
+        return enc
+
+    # --- pass 2: tritongpu-accelerate-matmul ---------------------------------------------------
+    def accelerate_matmul(self) -> None:
+        for op in self.func.walk():
+            if op.name != "tt.dot":
+                continue
+            a, b = op.operands[0].type, op.operands[1].type
+            out = op.result.type
+            M, N = out.shape[-2:]
+            K = a.shape[-1]
+            use_mma = (self.cfg.mma_version >= 2 and len(out.shape) == 2
+                       and str(a.element) in ("f16", "bf16") and a.element == b.element
+                       and str(out.element) == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
+            if use_mma:
+                enc = NvidiaMmaEncoding(2, 0, mma_warps((M, N), self.cfg.num_warps), (16, 8))
+            else:
+                enc = self.layout_for(out)
+            self.fixed[id(op.result)] = enc
+            self._fix_accumulator(op.operands[2], enc)
+
+    def _fix_accumulator(self, acc: ir.Value, enc) -> None:
+        """A loop-carried accumulator keeps the dot's layout (no conversion in each iteration)."""
+        if isinstance(acc, ir.BlockArgument):
+            loop = acc.block.parent_op
+            if loop is not None and loop.name == "scf.for" and acc.index >= 1:
+                k = acc.index - 1
+                self.fixed[id(acc)] = enc
+                self.fixed[id(loop.results[k])] = enc
+                self.wanted[id(loop.operands[3 + k])] = enc
+        self.wanted.setdefault(id(acc), enc)
+
+    # --- pass 3: tritongpu-assign-layouts --------------------------------------------------------
+    def decide(self, v: ir.Value):
+        if not _is_tensor(v):
+            return None
+        if id(v) in self.fixed:
+            return self.fixed[id(v)]
+        enc = self.wanted.get(id(v))
+        if enc is None or enc.rank != v.type.rank:
+            enc = self.layout_for(v.type)
+        self.fixed[id(v)] = enc
+        return enc
+
+    def want(self, v: ir.Value, enc) -> None:
+        if _is_tensor(v) and enc is not None and id(v) not in self.wanted:
+            self.wanted[id(v)] = enc
+
+    def backward(self, block: ir.Block) -> None:
+        for op in reversed(block.ops):
+            for region in reversed(op.regions):
+                for inner in reversed(region.blocks):
+                    self.backward(inner)
+            self._want_operands(op)
+
+    def _want_operands(self, op: ir.Operation) -> None:
+        name = op.name
+        res = self.decide(op.results[0]) if op.results and _is_tensor(op.results[0]) else None
+        if name == "tt.expand_dims" and res is not None:
+            self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))
+        elif name == "tt.broadcast" and res is not None:
+            self.want(op.operands[0], res)
+        elif name == "tt.reduce" and res is not None and isinstance(res, SliceEncoding):
+            for v in op.operands:
+                self.want(v, res.parent)
+        elif name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas") and op.operands and _is_tensor(op.operands[0]):
+            enc = self.wanted.get(id(op.operands[0])) or self.layout_for(op.operands[0].type)
+            for v in op.operands:
+                self.want(v, enc)
+        elif name == "scf.yield" and op.parent is not None and op.parent.parent_op is not None:
+            owner = op.parent.parent_op
+            for i, v in enumerate(op.operands):
+                if owner.name in ("scf.for", "scf.if") and i < len(owner.results):
+                    self.want(v, self.decide(owner.results[i]))
+        elif name == "scf.for":
+            body = op.regions[0].blocks[0]
+            for k, r in enumerate(op.results):
+                enc = self.decide(r)
+                self.fixed.setdefault(id(body.args[k + 1]), enc)
+                self.want(op.operands[3 + k], enc)
+        elif res is not None and name not in ("tt.dot", "tt.trans", "tt.reshape", "tt.join", "tt.split",
+                                              "tt.cat", "tt.gather", "tt.histogram", "tt.scan", "tt.reduce"):
+            same_shape = [v for v in op.operands if _is_tensor(v) and v.type.shape == op.results[0].type.shape]
+            for v in same_shape:
+                self.want(v, res)
+
+    def forward(self, block: ir.Block) -> None:
+        for arg in block.args:
+            self._retype(arg)
+        for op in list(block.ops):
+            self._convert_operands(op)
+            for region in op.regions:
+                for inner in region.blocks:
+                    self.forward(inner)
+            for r in op.results:
+                self._retype(r)
+
+    def _retype(self, v: ir.Value) -> None:
+        if _is_tensor(v) and v.type.encoding is None:
+            v.type = ir.TensorType(v.type.shape, v.type.element, self.decide(v))
+
+    def _required(self, op: ir.Operation, idx: int, v: ir.Value):
+        """The layout operand `idx` of `op` must have, or None when any layout will do."""
+        name = op.name
+        res_enc = op.results[0].type.encoding if op.results and _is_tensor(op.results[0]) else None
+        if res_enc is None and op.results and _is_tensor(op.results[0]):
+            res_enc = self.decide(op.results[0])
+        if name == "tt.dot":
+            if idx == 2:
+                return res_enc
+            k_width = 2 if isinstance(res_enc, NvidiaMmaEncoding) else 0
+            return DotOperandEncoding(idx, res_enc, k_width)
+        if name == "tt.expand_dims":
+            return SliceEncoding(op.attrs["axis"], res_enc)
+        if name == "tt.broadcast":
+            return res_enc
+        if name == "tt.reduce" or name == "tt.scan":
+            return self.decide(op.operands[0]) if idx else None
+        if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas"):
+            return op.operands[0].type.encoding if idx else None
+        if name == "scf.yield":
+            owner = op.parent.parent_op
+            if owner is not None and owner.name in ("scf.for", "scf.if") and idx < len(owner.results):
+                return self.decide(owner.results[idx])
+            if owner is not None and owner.name == "scf.while":
+                return self.decide(owner.regions[0].blocks[0].args[idx])
+            return None
+        if name == "scf.condition":
+            owner = op.parent.parent_op
+            return self.decide(owner.regions[1].blocks[0].args[idx - 1]) if idx else None
+        if name == "scf.for":
+            return self.decide(op.results[idx - 3]) if idx >= 3 else None
+        if name == "scf.while":
+            return self.decide(op.regions[0].blocks[0].args[idx])
+        if name in ("tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram",
+                    "tt.return", "tt.print", "tt.assert", "tt.call", "ttg.convert_layout"):
+            return None
+        if res_enc is not None and v.type.shape == op.results[0].type.shape:
+            return res_enc
+        return None
+
+    def _convert_operands(self, op: ir.Operation) -> None:
+        for idx, v in enumerate(list(op.operands)):
+            if not _is_tensor(v):
+                continue
+            self._retype(v)
+            need = self._required(op, idx, v)
+            if need is None or v.type.encoding == need:
+                continue
+            conv = ir.Operation("ttg.convert_layout", [v], [ir.TensorType(v.type.shape, v.type.element, need)],
+                                loc=op.loc)
+            op.parent.insert(op.parent.ops.index(op), conv)
+            op.set_operand(idx, conv.result)
+
+    def run(self) -> None:
+        self.coalesce_anchors()
+        self.accelerate_matmul()
+        entry = self.func.regions[0].blocks[0]
+        self.backward(entry)
+        self.forward(entry)
+        # The while loop's regions carry the same layouts as its operands.
+        self.func.attrs["ttg.num_warps"] = self.cfg.num_warps
+        self.func.attrs["ttg.threads_per_warp"] = self.cfg.warp_size
+
+
+PASSES = ("tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul", "tritongpu-assign-layouts")
+
+
+def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
+    """Run the TTGIR passes on `module` (in place) and return it."""
+    if cfg.warp_size & (cfg.warp_size - 1) or cfg.num_warps & (cfg.num_warps - 1):
+        raise CompilationError("num_warps and the warp size must be powers of two")
+    for func in module.functions:
+        LayoutAssignment(func, cfg).run()
+    ir.verify(module)
+    return module

@@ -1,0 +1,66 @@
+"""Layout mapping properties: every element is held by some thread, exactly as often as the layout replicates."""
+from collections import Counter
+
+import pytest
+
+from tilejit import ir
+from tilejit.gpu.layouts import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding,
+                                 parse_encoding)
+
+
+def _counts(layout):
+    return Counter(coords for _, coords in layout.all_owners())
+
+
+@pytest.mark.parametrize("enc,shape", [
+    (BlockedEncoding([4], [32], [4], [0]), (1024,)),
+    (BlockedEncoding([4], [32], [4], [0]), (128,)),
+    (BlockedEncoding([1, 4], [4, 8], [4, 1], [1, 0]), (64, 64)),
+    (BlockedEncoding([2, 1], [8, 8], [1, 4], [0, 1]), (32, 64)),
+    (NvidiaMmaEncoding(2, 0, [2, 2]), (64, 32)),
+    (DotOperandEncoding(0, NvidiaMmaEncoding(2, 0, [2, 2]), 2), (32, 32)),
+    (DotOperandEncoding(1, NvidiaMmaEncoding(2, 0, [2, 2]), 2), (32, 32)),
+])
+def test_every_element_owned_uniformly(enc, shape):
+    layout = enc.to_linear(shape)
+    counts = _counts(layout)
+    numel = 1
+    for s in shape:
+        numel *= s
+    assert len(counts) == numel
+    assert all(all(0 <= c < s for c, s in zip(k, shape)) for k in counts)
+    zero_bits = sum(1 for b in layout.lanes + layout.warps if not any(b))
+    assert set(counts.values()) == {1 << zero_bits}
+
+
+def test_small_tensor_replicates_over_warps():
+    layout = BlockedEncoding([4], [32], [4], [0]).to_linear((128,))
+    assert layout.thread_elements(0, 0) == layout.thread_elements(0, 3) == [(0,), (1,), (2,), (3,)]
+
+
+def test_mma_accumulator_fragment_matches_ptx_isa():
+    layout = NvidiaMmaEncoding(2, 0, [1, 1]).to_linear((16, 8))
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        assert layout.thread_elements(lane, 0) == [(g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)]
+
+
+def test_slice_is_parent_without_dim():
+    parent = BlockedEncoding([1, 4], [4, 8], [4, 1], [1, 0])
+    rows = SliceEncoding(1, parent).to_linear((64,))
+    full = parent.to_linear((64, 64))
+    for lane in range(32):
+        for warp in range(4):
+            assert {c[0] for c in full.thread_elements(lane, warp)} == {c[0] for c in rows.thread_elements(lane, warp)}
+
+
+@pytest.mark.parametrize("enc", [
+    BlockedEncoding([4], [32], [4], [0]),
+    SliceEncoding(0, BlockedEncoding([1, 4], [4, 8], [4, 1], [1, 0])),
+    DotOperandEncoding(0, NvidiaMmaEncoding(2, 0, [2, 2]), 2),
+])
+def test_print_parse_round_trip(enc):
+    assert parse_encoding(str(enc)) == enc
+    t = ir.TensorType((32, 32) if isinstance(enc, DotOperandEncoding) else (64,), ir.f32, enc)
+    text = f"module {{\n  tt.func public @k() -> () {{\n    %0 = arith.constant {{value = 0.0}} : () -> ({t})\n    tt.return : () -> ()\n  }}\n}}\n"
+    assert ir.print_module(ir.parse_module(text), with_locations=False) == text

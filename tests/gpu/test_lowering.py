@@ -1,0 +1,114 @@
+"""TTIR -> TTGIR -> LLVM -> PTX / AMDGCN for hand-written kernels (vector add, softmax, matmul)."""
+import os
+import shutil
+
+import llvmlite.binding as llvm
+import pytest
+import subprocess
+import sys
+import tempfile
+
+from tilejit import ir
+from tilejit.gpu.llvm import lower_module
+from tilejit.gpu.ttgir import GPUConfig, make_ttgir
+from tilejit_amd.isa import AmdISA
+from tilejit_nvidia.isa import NvidiaISA
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def filecheck(text: str, checks: str) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
+        f.write(checks)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "filecheck", f.name], input=text, text=True,
+                              capture_output=True)
+    finally:
+        os.unlink(f.name)
+    assert proc.returncode == 0, f"FileCheck failed:\n{proc.stderr}\n--- on ---\n{text[:3000]}"
+
+
+def ttgir(name, num_warps=4, warp_size=32, mma=2):
+    module = ir.parse_module(open(os.path.join(DATA, name + ".ttir")).read())
+    return make_ttgir(module, GPUConfig(num_warps, warp_size, 3, mma))
+
+
+def llvm_ir(name, isa):
+    mma = 2 if isinstance(isa, NvidiaISA) and isa.arch >= 80 else 0   # AMD: FMA dot (MFMA not yet)
+    text, md = lower_module(ttgir(name, 4, isa.warp_size, mma), isa, 4)
+    llvm.parse_assembly(text).verify()
+    return text, md
+
+
+def test_vector_add_is_vectorized_128_bit():
+    text = ir.print_module(ttgir("vadd"), with_locations=False)
+    filecheck(text, "CHECK: tt.make_range {{.*}}#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>\n"
+                    "CHECK: tt.load {{.*}}sizePerThread = [4]\n"
+                    "CHECK-NOT: ttg.convert_layout\n")
+    assert ir.print_module(ir.parse_module(text), with_locations=False) == text
+
+
+def test_softmax_layouts_use_slices_without_conversions():
+    text = ir.print_module(ttgir("softmax"), with_locations=False)
+    filecheck(text, "CHECK: tt.make_range {start = 0, end = 4} {{.*}}#ttg.slice<{dim = 1, parent = #ttg.blocked\n"
+                    "CHECK: tt.reduce\n"
+                    "CHECK: -> (tensor<4xf32, #ttg.slice<{dim = 1\n")
+    assert "ttg.convert_layout" not in text
+
+
+def test_matmul_gets_mma_and_dot_operand_layouts():
+    text = ir.print_module(ttgir("matmul"), with_locations=False)
+    filecheck(text, "CHECK: scf.for\n"
+                    "CHECK: ttg.convert_layout {{.*}}#ttg.dot_op<{opIdx = 0, parent = #ttg.nvidia_mma\n"
+                    "CHECK: ttg.convert_layout {{.*}}#ttg.dot_op<{opIdx = 1\n"
+                    "CHECK: tt.dot {{.*}} -> (tensor<32x32xf32, #ttg.nvidia_mma<{versionMajor = 2\n")
+
+
+def test_fma_dot_without_mma():
+    text = ir.print_module(ttgir("matmul", mma=0), with_locations=False)
+    assert "nvidia_mma" not in text and "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked" in text
+
+
+@pytest.mark.parametrize("name", ["vadd", "softmax", "matmul"])
+@pytest.mark.parametrize("isa", [NvidiaISA(90, 32), NvidiaISA(80, 32), AmdISA("gfx942", 64), AmdISA("gfx1100", 32)],
+                         ids=["sm90", "sm80", "gfx942", "gfx1100"])
+def test_llvm_module_verifies(name, isa):
+    text, md = llvm_ir(name, isa)
+    assert md["name"].endswith("_kernel") and md["threads_per_block"] == 4 * isa.warp_size
+
+
+def test_llvm_vector_add_loads_float4():
+    text, _ = llvm_ir("vadd", NvidiaISA(90, 32))
+    filecheck(text, "CHECK: define ptx_kernel void @\"add_kernel\"\n"
+                    "CHECK: load <4 x float>, ptr addrspace(1) {{.*}}, align 16\n"
+                    "CHECK: store <4 x float>\n")
+
+
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_ptx(arch):
+    from tilejit_nvidia.toolchain import llir_to_ptx
+    isa = NvidiaISA(arch, 32)
+    filecheck(llir_to_ptx(llvm_ir("vadd", isa)[0], arch), "CHECK: ld.global.v4.{{[bf]}}32\nCHECK: st.global.v4.{{[bf]}}32\n")
+    filecheck(llir_to_ptx(llvm_ir("softmax", isa)[0], arch), "CHECK: shfl.sync.bfly.b32\nCHECK: ex2.approx\n")
+    filecheck(llir_to_ptx(llvm_ir("matmul", isa)[0], arch),
+              "CHECK: bar.sync\nCHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32\n")
+
+
+@needs_ptxas
+def test_cubin_assembles():
+    from tilejit_nvidia.toolchain import llir_to_ptx, ptx_to_cubin
+    cubin = ptx_to_cubin(llir_to_ptx(llvm_ir("matmul", NvidiaISA(90, 32))[0], 90), 90)
+    assert cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch,warp", [("gfx942", 64), ("gfx1100", 32)])
+def test_amdgcn(arch, warp):
+    from tilejit_amd.toolchain import llir_to_amdgcn
+    isa = AmdISA(arch, warp)
+    load = "global_load_dwordx4" if arch == "gfx942" else "global_load_b128"
+    filecheck(llir_to_amdgcn(llvm_ir("vadd", isa)[0], arch), f"CHECK: {load}\n")
+    filecheck(llir_to_amdgcn(llvm_ir("softmax", isa)[0], arch), "CHECK: ds_bpermute_b32\n")
+    filecheck(llir_to_amdgcn(llvm_ir("matmul", isa)[0], arch), "CHECK: s_barrier\n")
