@@ -1,0 +1,152 @@
+"""What `tilejit.compile` compiles: a `@jit` function with a signature (`ASTSource`), or TTIR text
+(`IRSource`). Both have `.name`, `.signature`, `.constexprs`, `.hash()` and `.make_ir(target, options)`."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Dict, Optional
+
+from .. import ir
+from ..errors import CompilationError
+from ..language import core as tl
+from .codegen import CodeGenerator, ModuleContext
+from .values import is_jit_function, wrap
+
+
+def _ir_type_to_signature(t: ir.Type) -> str:
+    if isinstance(t, ir.PointerType):
+        return "*" + _ir_type_to_signature(t.pointee)
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    if isinstance(t, ir.FloatType):
+        return {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
+                "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16"}[t.name]
+    return str(t)
+
+
+class ASTSource:
+    """A `@jit` function specialised by `signature` ({name: "*fp32" | "i32" | "constexpr" | ...}),
+    `constexprs` ({name or (index,): value}) and `attrs` ({(index,): [["tt.divisibility", 16]]})."""
+
+    def __init__(self, fn, signature: Dict, constexprs: Optional[Dict] = None, attrs: Optional[Dict] = None):
+        if not is_jit_function(fn):
+            raise TypeError(f"ASTSource expects a @jit function, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = fn.__name__
+        names = list(fn.arg_names)
+        self.signature = {}
+        for key, value in dict(signature or {}).items():
+            name = self._param_name(key, names, "signature")
+            self.signature[name] = value
+        self.constexprs = {}
+        for key, value in dict(constexprs or {}).items():
+            self.constexprs[self._param_name(key, names, "constexprs")] = value
+        self.attrs = {}
+        for key, value in dict(attrs or {}).items():
+            index = key[0] if isinstance(key, tuple) else key
+            if isinstance(index, str):
+                index = self._index(index, names)
+            self.attrs[(int(index),)] = [list(a) for a in value]
+        for param in fn.params:
+            if param.is_constexpr:
+                self.signature.setdefault(param.name, "constexpr")
+            if param.name not in self.signature:
+                raise TypeError(f"kernel '{self.name}': the signature has no type for parameter '{param.name}'")
+            if self.signature[param.name] == "constexpr" and param.name not in self.constexprs:
+                if not getattr(param, "has_default", param.default is not None):
+                    raise TypeError(f"kernel '{self.name}': constexpr parameter '{param.name}' has no value")
+                self.constexprs[param.name] = param.default
+        unknown = [n for n in self.signature if n not in names]
+        if unknown:
+            raise TypeError(f"kernel '{self.name}': the signature names unknown parameters {unknown} "
+                            f"(parameters: {', '.join(names)})")
+
+    def _param_name(self, key, names, what: str) -> str:
+        if isinstance(key, tuple):
+            if len(key) != 1:
+                raise TypeError(f"kernel '{self.name}': {what} key {key!r}: nested tuple parameters are not "
+                                "supported")
+            key = key[0]
+        if isinstance(key, int):
+            if not 0 <= key < len(names):
+                raise TypeError(f"kernel '{self.name}': {what} index {key} is out of range")
+            return names[key]
+        if key not in names:
+            raise TypeError(f"kernel '{self.name}': {what} names unknown parameter {key!r} "
+                            f"(parameters: {', '.join(names)})")
+        return key
+
+    def _index(self, name, names) -> int:
+        if name not in names:
+            raise TypeError(f"kernel '{self.name}': attrs name unknown parameter {name!r}")
+        return names.index(name)
+
+    def hash(self) -> str:
+        key = json.dumps([self.fn.cache_key, self.signature, {k: repr(v) for k, v in self.constexprs.items()},
+                          {str(k): v for k, v in self.attrs.items()}], sort_keys=True, default=repr)
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    def make_ir(self, target=None, options=None) -> ir.Module:
+        ctx = ModuleContext(options, target)
+        generator = CodeGenerator(self.fn, ctx)
+        generator.is_kernel = True
+        bindings, runtime_params, arg_attrs = {}, [], []
+        for index, param in enumerate(self.fn.params):
+            type_string = self.signature[param.name]
+            if type_string == "constexpr" or param.is_constexpr:
+                bindings[param.name] = wrap(self.constexprs.get(param.name))
+                continue
+            try:
+                ty = tl.str_to_ty(type_string)
+            except TypeError as exc:
+                raise CompilationError(f"kernel '{self.name}', parameter '{param.name}': {exc}") from None
+            runtime_params.append((param.name, "leaf", [ty]))
+            attrs = {}
+            for entry in self.attrs.get((index,), []):
+                attrs[str(entry[0])] = entry[1]
+            arg_attrs.append(attrs)
+        ctx.names.add(self.name)
+        func = generator.generate(self.name, bindings, runtime_params, public=True, arg_attrs=arg_attrs)
+        ctx.module.body.insert(0, func)
+        ir.verify(ctx.module)
+        return ctx.module
+
+
+class IRSource:
+    """A `.ttir` file (a path) or TTIR text; `make_ir` parses it."""
+
+    def __init__(self, path_or_text):
+        text = os.fspath(path_or_text) if isinstance(path_or_text, os.PathLike) else path_or_text
+        if not isinstance(text, str):
+            raise TypeError(f"IRSource expects a path or TTIR text, got {type(path_or_text).__name__}")
+        if "\n" not in text and text.endswith((".ttir", ".mlir")) or os.path.isfile(text):
+            self.path = text
+            with open(text, encoding="utf-8") as f:
+                self.text = f.read()
+        else:
+            self.path = "<ttir>"
+            self.text = text
+        self.module = ir.parse_module(self.text, self.path) if _accepts_filename() else ir.parse_module(self.text)
+        functions = self.module.functions
+        if not functions:
+            raise CompilationError("the TTIR has no tt.func", self.path)
+        public = [f for f in functions if f.attrs.get("sym_visibility", "public") == "public"]
+        kernel = (public or functions)[0]
+        self.name = kernel.attrs["sym_name"]
+        fty = kernel.attrs["function_type"]
+        self.signature = {f"arg{i}": _ir_type_to_signature(t) for i, t in enumerate(fty.inputs)}
+        self.constexprs = {}
+        self.attrs = {}
+
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def make_ir(self, target=None, options=None) -> ir.Module:
+        # A fresh parse each time: passes mutate the module they are given.
+        return ir.parse_module(self.text, self.path) if _accepts_filename() else ir.parse_module(self.text)
+
+
+def _accepts_filename() -> bool:
+    import inspect
+    return len(inspect.signature(ir.parse_module).parameters) >= 2

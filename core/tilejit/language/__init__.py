@@ -1,0 +1,52 @@
+"""`tilejit.language` (import as `tl`): the Triton 3.x `triton.language` API.
+
+`standard.py` (functions written in `tl` itself), `math.py` and `random.py` are written alongside;
+they are imported when present, and what `standard.py` defines (e.g. `sum`, `softmax`) replaces the
+builtin fallbacks of `functions.py`.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import core, semantic
+from .core import (TENSOR_MEMBER_FUNCTIONS, block_type, builtin, constexpr, dtype, is_builtin, pointer_type,
+                   str_to_ty, tensor, tensor_descriptor, tensor_descriptor_type, ty_to_str, void, int1, int8,
+                   int16, int32, int64, uint8, uint16, uint32, uint64, float8e5, float8e5b16, float8e4nv,
+                   float8e4b8, float8e4b15, float16, bfloat16, float32, float64, pi32_t,
+                   _unwrap_if_constexpr, _constexpr_to_value)
+from .functions import *  # noqa: F401,F403
+from .functions import __all__ as _function_names
+
+__all__ = [
+    "core", "semantic", "TENSOR_MEMBER_FUNCTIONS", "block_type", "builtin", "constexpr", "dtype", "is_builtin",
+    "pointer_type", "str_to_ty", "tensor", "tensor_descriptor", "tensor_descriptor_type", "ty_to_str", "void",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e5",
+    "float8e5b16", "float8e4nv", "float8e4b8", "float8e4b15", "float16", "bfloat16", "float32", "float64",
+    "pi32_t",
+] + list(_function_names)
+
+
+def _optional_module(name: str):
+    """Import a sibling module that another engineer may still be writing; a missing one is skipped,
+    but an existing module that fails to import is a real error and is raised."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{name}":
+            return None
+        raise
+
+
+math = _optional_module("math")
+random = _optional_module("random")
+standard = _optional_module("standard")
+for _module in (standard, random):
+    if _module is not None:
+        for _name in getattr(_module, "__all__", [n for n in vars(_module) if not n.startswith("_")]):
+            globals()[_name] = getattr(_module, _name)
+            if _name not in __all__:
+                __all__.append(_name)
+if math is not None:
+    __all__.append("math")
+if random is not None:
+    __all__.append("random")

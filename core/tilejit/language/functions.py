@@ -1,0 +1,562 @@
+"""The builtin functions of `tl` (Triton 3.x names and signatures).
+
+Each is marked `@builtin` and receives the frontend's `Semantic` as `_semantic`; the work happens in
+`semantic.py`. Reductions and scans here are the fallbacks; `standard.py` may redefine them as `@jit`
+functions over `tl.reduce` / `tl.associative_scan`, and `tilejit.language` then exports those.
+"""
+from __future__ import annotations
+
+import builtins as _py
+
+from .core import (builtin, constexpr, tensor, dtype, block_type, pointer_type, _unwrap_if_constexpr,
+                   float32, int32, uint32, int1, float16, bfloat16)
+
+__all__ = [
+    "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "cast", "load", "store",
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor", "where", "maximum", "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn",
+    "umulhi", "dot", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+    "atomic_xchg", "atomic_cas", "reduce", "associative_scan", "reshape", "view", "expand_dims",
+    "broadcast", "broadcast_to", "trans", "permute", "join", "split", "ravel", "cat", "interleave",
+    "gather", "histogram", "static_assert", "static_print", "device_print", "device_assert",
+    "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range", "static_range",
+    "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sum",
+    "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "PropagateNan",
+    "inline_asm_elementwise",
+]
+
+
+class PropagateNan:
+    NONE = "none"
+    ALL = "all"
+
+
+def _shape_args(shape):
+    shape = tuple(_unwrap_if_constexpr(s) for s in shape)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(_unwrap_if_constexpr(s) for s in shape[0])
+    return list(shape)
+
+
+# -- programs, ranges, creation -----------------------------------------------------------------------
+
+@builtin
+def program_id(axis, _semantic=None):
+    return _semantic.program_id(axis)
+
+
+@builtin
+def num_programs(axis, _semantic=None):
+    return _semantic.num_programs(axis)
+
+
+@builtin
+def arange(start, end, _semantic=None):
+    return _semantic.arange(start, end)
+
+
+@builtin
+def full(shape, value, dtype, _semantic=None):
+    return _semantic.full(shape, value, dtype)
+
+
+@builtin
+def zeros(shape, dtype, _semantic=None):
+    return _semantic.full(shape, 0, dtype)
+
+
+@builtin
+def zeros_like(input, _semantic=None):
+    input = _semantic.to_tensor(input)
+    return _semantic.full(list(input.type.shape) if input.type.is_block() else [], 0, input.type.scalar)
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False, _semantic=None):
+    dtype = _unwrap_if_constexpr(dtype)
+    if _unwrap_if_constexpr(bitcast):
+        return _semantic.bitcast(input, dtype)
+    return _semantic.cast(input, dtype, _unwrap_if_constexpr(fp_downcast_rounding))
+
+
+# -- memory ---------------------------------------------------------------------------------------------
+
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False, _semantic=None):
+    return _semantic.load(pointer, mask, other, boundary_check, padding_option, cache_modifier,
+                          eviction_policy, volatile)
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy="", _semantic=None):
+    return _semantic.store(pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order, _semantic=None):
+    return _semantic.make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def advance(base, offsets, _semantic=None):
+    return _semantic.advance(base, offsets)
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, _semantic=None):
+    return _semantic.make_tensor_descriptor(base, shape, strides, block_shape)
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets, _semantic=None):
+    return _semantic.descriptor_load(desc, offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value, _semantic=None):
+    return _semantic.descriptor_store(desc, value, offsets)
+
+
+def _atomic(op):
+    def fn(pointer, val, mask=None, sem=None, scope=None, _semantic=None):
+        return _semantic.atomic_rmw(op, pointer, val, mask, sem, scope)
+    fn.__name__ = fn.__qualname__ = f"atomic_{op}"
+    fn.__doc__ = f"Atomic {op} of `val` into `*pointer`; returns the old value."
+    return builtin(fn)
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
+atomic_and = _atomic("and")
+atomic_or = _atomic("or")
+atomic_xor = _atomic("xor")
+atomic_xchg = _atomic("xchg")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
+    return _semantic.atomic_cas(pointer, cmp, val, sem, scope)
+
+
+# -- elementwise -----------------------------------------------------------------------------------------
+
+@builtin
+def where(condition, x, y, _semantic=None):
+    return _semantic.where(condition, x, y)
+
+
+@builtin
+def maximum(x, y, propagate_nan=PropagateNan.NONE, _semantic=None):
+    return _semantic.minmax(x, y, True, _unwrap_if_constexpr(propagate_nan))
+
+
+@builtin
+def minimum(x, y, propagate_nan=PropagateNan.NONE, _semantic=None):
+    return _semantic.minmax(x, y, False, _unwrap_if_constexpr(propagate_nan))
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE, _semantic=None):
+    return _semantic.clamp(x, min, max, _unwrap_if_constexpr(propagate_nan))
+
+
+@builtin
+def fma(x, y, z, _semantic=None):
+    return _semantic.fma(x, y, z)
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False, _semantic=None):
+    return _semantic.fdiv(x, y, bool(_unwrap_if_constexpr(ieee_rounding)))
+
+
+@builtin
+def div_rn(x, y, _semantic=None):
+    return _semantic.fdiv(x, y, True)
+
+
+@builtin
+def sqrt_rn(x, _semantic=None):
+    return _semantic.float_unary("tt.precise_sqrt", x, name="sqrt_rn")
+
+
+@builtin
+def umulhi(x, y, _semantic=None):
+    return _semantic.umulhi(x, y)
+
+
+def _float_math(op, name, allowed=("fp32", "fp64")):
+    def fn(x, _semantic=None):
+        return _semantic.float_unary(op, x, allowed, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (`{op}`)."
+    return builtin(fn)
+
+
+exp = _float_math("math.exp", "exp")
+exp2 = _float_math("math.exp2", "exp2")
+log = _float_math("math.log", "log")
+log2 = _float_math("math.log2", "log2")
+sqrt = _float_math("math.sqrt", "sqrt", ("fp32", "fp64"))
+rsqrt = _float_math("math.rsqrt", "rsqrt")
+sin = _float_math("math.sin", "sin")
+cos = _float_math("math.cos", "cos")
+floor = _float_math("math.floor", "floor")
+ceil = _float_math("math.ceil", "ceil")
+erf = _float_math("math.erf", "erf")
+
+
+@builtin
+def abs(x, _semantic=None):
+    return _semantic.abs(x)
+
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=float32, _semantic=None):
+    return _semantic.dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
+
+
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semantic=None):
+    raise NotImplementedError("inline_asm_elementwise is not supported by tilejit (no inline assembly)")
+
+
+# -- shapes -----------------------------------------------------------------------------------------------
+
+@builtin
+def reshape(input, *shape, can_reorder=False, _semantic=None):
+    return _semantic.reshape(input, _shape_args(shape), bool(_unwrap_if_constexpr(can_reorder)))
+
+
+@builtin
+def view(input, *shape, _semantic=None):
+    return _semantic.reshape(input, _shape_args(shape), True)
+
+
+@builtin
+def ravel(x, can_reorder=False, _semantic=None):
+    x = _semantic.to_tensor(x)
+    return _semantic.reshape(x, [x.type.numel if x.type.is_block() else 1], bool(_unwrap_if_constexpr(can_reorder)))
+
+
+@builtin
+def expand_dims(input, axis, _semantic=None):
+    axis = _unwrap_if_constexpr(axis)
+    axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
+    input = _semantic.to_tensor(input)
+    rank = (len(input.type.shape) if input.type.is_block() else 0) + len(axes)
+    axes = sorted(_unwrap_if_constexpr(a) + rank if _unwrap_if_constexpr(a) < 0 else _unwrap_if_constexpr(a)
+                  for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"expand_dims: duplicate axes {axes}")
+    for a in axes:
+        input = _semantic.expand_dims(input, a)
+    return input
+
+
+@builtin
+def broadcast(input, other, _semantic=None):
+    return _semantic.broadcast_values(_semantic.to_tensor(input), _semantic.to_tensor(other))
+
+
+@builtin
+def broadcast_to(input, *shape, _semantic=None):
+    return _semantic.broadcast_to(input, _shape_args(shape))
+
+
+@builtin
+def trans(input, *dims, _semantic=None):
+    dims = _shape_args(dims)
+    return _semantic.permute(input, dims if dims else None)
+
+
+@builtin
+def permute(input, *dims, _semantic=None):
+    return _semantic.permute(input, _shape_args(dims))
+
+
+@builtin
+def join(a, b, _semantic=None):
+    return _semantic.join(a, b)
+
+
+@builtin
+def split(a, _semantic=None):
+    return _semantic.split(a)
+
+
+@builtin
+def cat(input, other, can_reorder=False, _semantic=None):
+    return _semantic.cat(input, other, bool(_unwrap_if_constexpr(can_reorder)))
+
+
+@builtin
+def interleave(a, b, _semantic=None):
+    c = _semantic.join(a, b)
+    if len(c.type.shape) == 1:
+        return c
+    shape = list(c.type.shape[:-2]) + [c.type.shape[-2] * 2]
+    return _semantic.reshape(c, shape)
+
+
+@builtin
+def gather(src, index, axis, _semantic=None):
+    return _semantic.gather(src, index, axis)
+
+
+@builtin
+def histogram(input, num_bins, mask=None, _semantic=None):
+    return _semantic.histogram(input, num_bins, mask)
+
+
+# -- reductions and scans -----------------------------------------------------------------------------------
+
+def _combine_callable(combine_fn, _semantic):
+    """A Python function `(list of scalar tensors) -> results` for a `@jit` or plain combine function."""
+    combine_fn = _unwrap_if_constexpr(combine_fn)
+    if hasattr(combine_fn, "arg_names") and hasattr(combine_fn, "src"):
+        if _semantic.codegen is None:
+            raise RuntimeError("a @jit combine function needs the frontend")
+        return lambda args: _semantic.codegen.call_jit_function(combine_fn, args, {})
+    if callable(combine_fn):
+        return lambda args: combine_fn(*args)
+    raise TypeError(f"combine_fn must be a @jit function, got {type(combine_fn).__name__}")
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False, _semantic=None):
+    return _semantic.reduction(_unwrap_if_constexpr(input), axis, _combine_callable(combine_fn, _semantic),
+                               keep_dims)
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False, _semantic=None):
+    return _semantic.scan(_unwrap_if_constexpr(input), axis, _combine_callable(combine_fn, _semantic), reverse)
+
+
+def _pick_sum_dtype(in_dtype, dtype_):
+    dtype_ = _unwrap_if_constexpr(dtype_)
+    if dtype_ is not None:
+        return dtype_
+    if in_dtype.is_int_signed() and in_dtype.int_bitwidth < 32:
+        return int32
+    if in_dtype.is_int_unsigned() and in_dtype.int_bitwidth < 32:
+        return uint32
+    return None
+
+
+def _upcast_for_minmax(sem, x):
+    ty = x.type.scalar
+    if ty.primitive_bitwidth < 32:
+        return sem.cast(x, float32 if ty.is_floating() else int32)
+    return x
+
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None, _semantic=None):
+    input = _semantic.to_tensor(input)
+    out = _pick_sum_dtype(input.type.scalar, dtype)
+    if out is not None:
+        input = _semantic.cast(input, out)
+    return _semantic.reduction(input, axis, lambda a: _semantic.add(a[0], a[1]), keep_dims)
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False, _semantic=None):
+    input = _semantic.to_tensor(input)
+    if not input.type.scalar.is_int():
+        raise TypeError(f"xor_sum only supports integers, got {input.type.scalar}")
+    return _semantic.reduction(input, axis, lambda a: _semantic.xor_(a[0], a[1]), keep_dims)
+
+
+@builtin
+def reduce_or(input, axis=None, keep_dims=False, _semantic=None):
+    input = _semantic.to_tensor(input)
+    if not input.type.scalar.is_int():
+        raise TypeError(f"reduce_or only supports integers, got {input.type.scalar}")
+    return _semantic.reduction(input, axis, lambda a: _semantic.or_(a[0], a[1]), keep_dims)
+
+
+def _argreduce_combine(sem, is_max: bool, tie_break_left: bool):
+    def combine(a):
+        v1, i1, v2, i2 = a
+        better = sem.greater_than(v1, v2) if is_max else sem.less_than(v1, v2)
+        if tie_break_left:
+            tie = sem.and_(sem.equal(v1, v2), sem.less_than(i1, i2))
+            better = sem.or_(better, tie)
+        if v1.type.scalar.is_floating():
+            # NaN wins (as in Triton): a NaN on the left is kept, a NaN on the right replaces.
+            left_nan, right_nan = sem.not_equal(v1, v1), sem.not_equal(v2, v2)
+            better = sem.or_(sem.and_(better, sem.not_(right_nan)), left_nan)
+        return sem.where(better, v1, v2), sem.where(better, i1, i2)
+    return combine
+
+
+def _reduce_with_indices(sem, input, axis, is_max, tie_break_left, keep_dims):
+    input = _upcast_for_minmax(sem, sem.to_tensor(input))
+    axis = _unwrap_if_constexpr(axis)
+    if axis is None:
+        input = sem.reshape(input, [input.type.numel], can_reorder=True)
+        axis = 0
+    shape = list(input.type.shape)
+    axis = sem._normalize_axis(axis, len(shape))
+    index = sem.arange(0, shape[axis])
+    for _ in builtins_range(axis):
+        index = sem.expand_dims(index, 0)
+    for _ in builtins_range(len(shape) - axis - 1):
+        index = sem.expand_dims(index, len(index.type.shape))
+    index = sem.broadcast_to(index, shape)
+    return sem.reduction((input, index), axis, _argreduce_combine(sem, is_max, tie_break_left), keep_dims)
+
+
+builtins_range = _py.range
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,
+        _semantic=None):
+    if _unwrap_if_constexpr(return_indices):
+        return _reduce_with_indices(_semantic, input, axis, True,
+                                    _unwrap_if_constexpr(return_indices_tie_break_left), keep_dims)
+    input = _upcast_for_minmax(_semantic, _semantic.to_tensor(input))
+    return _semantic.reduction(input, axis, lambda a: _semantic.minmax(a[0], a[1], True), keep_dims)
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,
+        _semantic=None):
+    if _unwrap_if_constexpr(return_indices):
+        return _reduce_with_indices(_semantic, input, axis, False,
+                                    _unwrap_if_constexpr(return_indices_tie_break_left), keep_dims)
+    input = _upcast_for_minmax(_semantic, _semantic.to_tensor(input))
+    return _semantic.reduction(input, axis, lambda a: _semantic.minmax(a[0], a[1], False), keep_dims)
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False, _semantic=None):
+    return _reduce_with_indices(_semantic, input, axis, True, _unwrap_if_constexpr(tie_break_left), keep_dims)[1]
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False, _semantic=None):
+    return _reduce_with_indices(_semantic, input, axis, False, _unwrap_if_constexpr(tie_break_left), keep_dims)[1]
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None, _semantic=None):
+    input = _semantic.to_tensor(input)
+    out = _pick_sum_dtype(input.type.scalar, dtype)
+    if out is not None:
+        input = _semantic.cast(input, out)
+    return _semantic.scan(input, axis, lambda a: _semantic.add(a[0], a[1]), reverse)
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False, _semantic=None):
+    input = _semantic.to_tensor(input)
+    if input.type.scalar == bfloat16:
+        input = _semantic.cast(input, float32)
+    return _semantic.scan(input, axis, lambda a: _semantic.mul(a[0], a[1]), reverse)
+
+
+# -- compile-time and debug -------------------------------------------------------------------------------
+
+@builtin
+def static_assert(cond, msg="", _semantic=None):
+    cond = _unwrap_if_constexpr(cond)
+    if isinstance(cond, tensor):
+        raise TypeError("static_assert needs a compile-time (constexpr) condition; use tl.device_assert "
+                        "for runtime values")
+    if not cond:
+        raise AssertionError(f"static_assert failed: {_unwrap_if_constexpr(msg)}")
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n", file=None, flush=False, _semantic=None):
+    _py.print(*[_unwrap_if_constexpr(v) for v in values], sep=sep, end=end, file=file, flush=flush)
+
+
+@builtin
+def device_print(prefix, *args, hex=False, _semantic=None):
+    prefix = _unwrap_if_constexpr(prefix)
+    if not isinstance(prefix, str):
+        raise TypeError(f"device_print: the prefix must be a string, got {type(prefix).__name__}")
+    _semantic.device_print(prefix, args, bool(_unwrap_if_constexpr(hex)))
+
+
+@builtin
+def device_assert(cond, msg="", mask=None, _semantic=None):
+    _semantic.device_assert(cond, _unwrap_if_constexpr(msg), mask)
+
+
+@builtin
+def debug_barrier(_semantic=None):
+    _semantic.debug_barrier()
+
+
+@builtin
+def multiple_of(input, values, _semantic=None):
+    return _semantic.set_hint(input, "tt.divisibility", values)
+
+
+@builtin
+def max_contiguous(input, values, _semantic=None):
+    return _semantic.set_hint(input, "tt.contiguity", values)
+
+
+@builtin
+def max_constancy(input, values, _semantic=None):
+    return _semantic.set_hint(input, "tt.constancy", values)
+
+
+@builtin
+def assume(cond, _semantic=None):
+    _semantic.assume(cond)
+
+
+# -- loop iterators (recognised by the frontend) -----------------------------------------------------------
+
+class range:
+    """`tl.range(start, end, step, num_stages=..., ...)`: a runtime `scf.for` with pipelining hints."""
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False, _semantic=None):
+        if arg2 is None:
+            self.start, self.end = constexpr(0), arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = step if step is not None else constexpr(1)
+        self.num_stages = _unwrap_if_constexpr(num_stages)
+        self.loop_unroll_factor = _unwrap_if_constexpr(loop_unroll_factor)
+        self.disallow_acc_multi_buffer = _unwrap_if_constexpr(disallow_acc_multi_buffer)
+        self.flatten = _unwrap_if_constexpr(flatten)
+        self.warp_specialize = _unwrap_if_constexpr(warp_specialize)
+
+    def __iter__(self):
+        raise RuntimeError("tl.range can only be iterated inside a @jit function")
+
+
+class static_range:
+    """`tl.static_range(start, end, step)`: unrolled at compile time; the loop variable is a constexpr."""
+
+    def __init__(self, arg1, arg2=None, step=None, _semantic=None):
+        values = [_unwrap_if_constexpr(v) for v in (arg1, arg2, step)]
+        for v in values:
+            if v is not None and (isinstance(v, tensor) or not isinstance(v, int)):
+                raise TypeError("static_range bounds must be constexpr integers")
+        if arg2 is None:
+            self.start, self.end = 0, values[0]
+        else:
+            self.start, self.end = values[0], values[1]
+        self.step = values[2] if step is not None else 1
+
+    def __iter__(self):
+        raise RuntimeError("tl.static_range can only be iterated inside a @jit function")
+
+
+# The frontend constructs these with `_semantic=` like any builtin.
+range.__tilejit_builtin__ = True
+static_range.__tilejit_builtin__ = True

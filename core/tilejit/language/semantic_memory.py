@@ -1,0 +1,542 @@
+"""Semantic rules for memory (load/store/atomics, block pointers, tensor descriptors), program ids,
+ranges, `dot`, reductions/scans and debug ops. A mixin of `Semantic`: `self` has `create`,
+`to_tensor`, `cast`, `broadcast_*`, ... from `semantic.py`."""
+from __future__ import annotations
+
+from typing import Callable, List, Sequence
+
+from .. import ir
+from . import core as tl
+
+_LOAD_CACHE = {"": "none", ".ca": "ca", ".cg": "cg", ".cv": "cv"}
+_STORE_CACHE = {"": "none", ".wb": "wb", ".cg": "cg", ".cs": "cs", ".wt": "wt"}
+_EVICTION = {"": "normal", "evict_normal": "normal", "evict_first": "evict_first", "evict_last": "evict_last"}
+_SEM = ("relaxed", "acquire", "release", "acq_rel")
+_SCOPE = ("gpu", "cta", "sys")
+
+
+def _const_int(value, what: str) -> int:
+    value = tl._unwrap_if_constexpr(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be a constexpr integer, got "
+                        f"{'a runtime tensor' if isinstance(value, tl.tensor) else repr(value)}")
+    return value
+
+
+def _lookup(table: dict, key, what: str) -> str:
+    key = tl._unwrap_if_constexpr(key) or ""
+    if key not in table:
+        raise ValueError(f"{what} {key!r} is not supported; expected one of {sorted(k for k in table if k)}")
+    return table[key]
+
+
+class MemorySemanticMixin:
+    # -- program ids and ranges -------------------------------------------------------------------
+    def program_id(self, axis) -> tl.tensor:
+        axis = _const_int(axis, "program_id axis")
+        if axis not in (0, 1, 2):
+            raise ValueError(f"program_id axis must be 0, 1 or 2, got {axis}")
+        return self.create("tt.get_program_id", [], tl.int32, {"axis": axis})
+
+    def num_programs(self, axis) -> tl.tensor:
+        axis = _const_int(axis, "num_programs axis")
+        if axis not in (0, 1, 2):
+            raise ValueError(f"num_programs axis must be 0, 1 or 2, got {axis}")
+        return self.create("tt.get_num_programs", [], tl.int32, {"axis": axis})
+
+    def arange(self, start, end) -> tl.tensor:
+        start = _const_int(start, "arange's start")
+        end = _const_int(end, "arange's end")
+        if start >= end:
+            raise ValueError(f"arange's end argument ({end}) must be greater than the start argument ({start})")
+        n = end - start
+        if n & (n - 1):
+            raise ValueError(f"arange's range must be a power of 2, got {n} (end {end} - start {start})")
+        if n > tl.TILEJIT_MAX_TENSOR_NUMEL:
+            raise ValueError(f"arange's range ({n}) exceeds the maximum tensor numel ({tl.TILEJIT_MAX_TENSOR_NUMEL})")
+        if start < 0 or end > 2**31 - 1:
+            raise ValueError("arange's start and end must fit in int32 and be non-negative")
+        return self.create("tt.make_range", [], tl.block_type(tl.int32, [n]), {"start": start, "end": end})
+
+    def full(self, shape, value, dtype) -> tl.tensor:
+        dtype = tl._unwrap_if_constexpr(dtype)
+        if not isinstance(dtype, tl.dtype):
+            raise TypeError(f"full: dtype must be a tl.dtype, got {dtype!r}")
+        shape = tl._unwrap_if_constexpr(shape)
+        if isinstance(shape, int):
+            shape = [shape]
+        shape = [_const_int(s, "each dimension of a shape") for s in shape]
+        for s in shape:
+            if s <= 0 or s & (s - 1):
+                raise ValueError(f"shape {shape}: each dimension must be a power of 2")
+        value = tl._unwrap_if_constexpr(value)
+        if isinstance(value, tl.tensor):
+            if value.type.is_block():
+                raise ValueError("full: value must be a scalar")
+            return self.splat(self.cast(value, dtype), shape) if shape else self.cast(value, dtype)
+        if not shape:
+            return self.scalar_constant(value, dtype)
+        ty = tl.block_type(dtype, shape)
+        return tl.tensor(self.builder.constant(self.constant_attr(value, dtype), ty.to_ir()), ty)
+
+    # -- loads and stores -------------------------------------------------------------------------
+    @staticmethod
+    def _is_block_ptr(ptr) -> bool:
+        ty = ptr.type
+        return ty.is_ptr() and isinstance(ty.element_ty, tl.block_type)
+
+    def _boundary_check(self, boundary_check, block_shape) -> List[int]:
+        boundary_check = tl._unwrap_if_constexpr(boundary_check)
+        if boundary_check is None:
+            return []
+        if not isinstance(boundary_check, (list, tuple)):
+            boundary_check = [boundary_check]
+        dims = []
+        for d in boundary_check:
+            d = _const_int(d, "each boundary_check dimension")
+            if not 0 <= d < len(block_shape):
+                raise ValueError(f"boundary_check dimension {d} is out of range for a block of rank "
+                                 f"{len(block_shape)}")
+            dims.append(d)
+        return sorted(set(dims))
+
+    def load(self, ptr, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+             eviction_policy="", volatile=False) -> tl.tensor:
+        ptr = tl._unwrap_if_constexpr(ptr)
+        if not isinstance(ptr, tl.tensor) or not ptr.type.scalar.is_ptr():
+            what = ptr.type.scalar if isinstance(ptr, tl.tensor) else type(ptr).__name__
+            raise ValueError(f"unsupported ptr type {what} in `tl.load`: expected a pointer")
+        mask, other = tl._unwrap_if_constexpr(mask), tl._unwrap_if_constexpr(other)
+        padding = tl._unwrap_if_constexpr(padding_option) or ""
+        attrs = {"cache": _lookup(_LOAD_CACHE, cache_modifier, "load cache_modifier"),
+                 "evict": _lookup(_EVICTION, eviction_policy, "eviction_policy"),
+                 "is_volatile": bool(tl._unwrap_if_constexpr(volatile))}
+        if self._is_block_ptr(ptr):
+            if mask is not None or other is not None:
+                raise ValueError("`mask` and `other` arguments cannot be specified for loading block pointers")
+            block = ptr.type.element_ty
+            if padding not in ("", "zero", "nan"):
+                raise ValueError(f"padding_option must be '', 'zero' or 'nan', got {padding!r}")
+            if padding == "nan" and not block.scalar.is_floating():
+                raise ValueError("padding option 'nan' is not supported for integer blocks")
+            attrs["boundary_check"] = self._boundary_check(boundary_check, block.shape)
+            attrs["padding"] = padding
+            return self.create("tt.load", [ptr], block, attrs)
+        if tl._unwrap_if_constexpr(boundary_check) not in (None, (), []):
+            raise ValueError("`boundary_check` is only supported for block pointers (tl.make_block_ptr)")
+        if padding:
+            raise ValueError("`padding_option` is only supported for block pointers (tl.make_block_ptr)")
+        if mask is None and other is not None:
+            raise ValueError("`other` cannot be provided without `mask`")
+        elt = ptr.type.scalar.element_ty
+        if mask is not None:
+            mask = self.to_tensor(mask)
+            if not mask.type.scalar.is_bool():
+                mask = self.cast(mask, tl.int1)
+            if not ptr.type.is_block() and mask.type.is_block():
+                ptr, mask = self.broadcast_values(ptr, mask)
+            else:
+                ptr, mask = self.broadcast_values(ptr, mask)
+        if other is not None:
+            # A Python number becomes a constant of the element type directly (no cast op).
+            other = self.scalar_constant(other, elt) if isinstance(other, (int, float)) and not elt.is_bool() \
+                else self.cast(self.to_tensor(other), elt)
+            other = self.broadcast_to(other, ptr.type.shape if ptr.type.is_block() else [])
+        result_ty = ptr.type.element_ty if not ptr.type.is_block() else tl.block_type(elt, ptr.type.shape)
+        if elt.is_bool():
+            # i1 lives in memory as one byte: load i8 and compare with zero, as Triton does.
+            ptr8 = self.cast(ptr, tl.pointer_type(tl.int8, ptr.type.scalar.address_space))
+            other8 = self.cast(other, tl.int8) if other is not None else None
+            loaded = self.load(ptr8, mask, other8, cache_modifier=cache_modifier,
+                               eviction_policy=eviction_policy, volatile=volatile)
+            return self.cast(loaded, tl.int1)
+        operands = [ptr] + ([mask] if mask is not None else []) + ([other] if other is not None else [])
+        return self.create("tt.load", operands, result_ty, attrs)
+
+    def store(self, ptr, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+        ptr = tl._unwrap_if_constexpr(ptr)
+        if not isinstance(ptr, tl.tensor) or not ptr.type.scalar.is_ptr():
+            what = ptr.type.scalar if isinstance(ptr, tl.tensor) else type(ptr).__name__
+            raise ValueError(f"unsupported ptr type {what} in `tl.store`: expected a pointer")
+        if ptr.type.scalar.is_const():
+            raise ValueError("cannot store to a constant pointer")
+        attrs = {"cache": _lookup(_STORE_CACHE, cache_modifier, "store cache_modifier"),
+                 "evict": _lookup(_EVICTION, eviction_policy, "eviction_policy")}
+        mask = tl._unwrap_if_constexpr(mask)
+        if self._is_block_ptr(ptr):
+            if mask is not None:
+                raise ValueError("`mask` cannot be specified for storing to block pointers")
+            block = ptr.type.element_ty
+            value = self.broadcast_to(self.cast(self.to_tensor(value), block.scalar), block.shape)
+            attrs["boundary_check"] = self._boundary_check(boundary_check, block.shape)
+            self.create_op("tt.store", [ptr, value], [], attrs)
+            return None
+        if tl._unwrap_if_constexpr(boundary_check) not in (None, (), []):
+            raise ValueError("`boundary_check` is only supported for block pointers (tl.make_block_ptr)")
+        value = self.to_tensor(value)
+        elt = ptr.type.scalar.element_ty
+        if value.type.is_block() and not ptr.type.is_block():
+            ptr = self.broadcast_to(ptr, value.type.shape)
+        if mask is not None:
+            mask = self.cast(self.to_tensor(mask), tl.int1)
+            ptr, mask = self.broadcast_values(ptr, mask)
+        shape = ptr.type.shape if ptr.type.is_block() else []
+        if value.type.is_block() and list(value.type.shape) != list(shape):
+            value = self.broadcast_to(value, shape)
+        if elt.is_bool():
+            elt = tl.int8
+            ptr = self.cast(ptr, tl.pointer_type(tl.int8, ptr.type.scalar.address_space))
+        value = self.broadcast_to(self.cast(value, elt), shape)
+        self.create_op("tt.store", [ptr, value] + ([mask] if mask is not None else []), [], attrs)
+        return None
+
+    # -- atomics ------------------------------------------------------------------------------------
+    def _atomic_operands(self, ptr, val, mask, sem, scope, op: str):
+        ptr = tl._unwrap_if_constexpr(ptr)
+        if not isinstance(ptr, tl.tensor) or not ptr.type.scalar.is_ptr() or self._is_block_ptr(ptr):
+            raise ValueError(f"atomic_{op}: ptr must be a pointer or a tensor of pointers")
+        sem = tl._unwrap_if_constexpr(sem) or "acq_rel"
+        scope = tl._unwrap_if_constexpr(scope) or "gpu"
+        if sem not in _SEM:
+            raise ValueError(f"atomic_{op}: sem must be one of {list(_SEM)}, got {sem!r}")
+        if scope not in _SCOPE:
+            raise ValueError(f"atomic_{op}: scope must be one of {list(_SCOPE)}, got {scope!r}")
+        elt = ptr.type.scalar.element_ty
+        if elt.primitive_bitwidth < 16 and op not in ("xchg",):
+            raise ValueError(f"atomic_{op} does not support {elt} (at least 16 bits)")
+        val = self.to_tensor(val)
+        ptr, val = self.broadcast_values(ptr, val)
+        val = self.cast(val, elt)
+        mask = tl._unwrap_if_constexpr(mask)
+        if mask is None:
+            shape = ptr.type.shape if ptr.type.is_block() else []
+            mask = self.broadcast_to(self.scalar_constant(True, tl.int1), shape)
+        mask = self.cast(self.to_tensor(mask), tl.int1)
+        ptr, mask = self.broadcast_values(ptr, mask)
+        val, mask = self.broadcast_values(val, mask)
+        return ptr, val, mask, sem, scope
+
+    def _rmw(self, kind, ptr, val, mask, sem, scope):
+        return self.create("tt.atomic_rmw", [ptr, val, mask], val.type,
+                           {"atomic_rmw_op": kind, "sem": sem, "scope": scope})
+
+    def atomic_rmw(self, op: str, ptr, val, mask=None, sem=None, scope=None):
+        ptr, val, mask, sem, scope = self._atomic_operands(ptr, val, mask, sem, scope, op)
+        elt = val.type.scalar
+        if op == "add":
+            return self._rmw("fadd" if elt.is_floating() else "add", ptr, val, mask, sem, scope)
+        if op in ("and", "or", "xor"):
+            if not elt.is_int():
+                raise ValueError(f"atomic_{op} needs integer elements, got {elt}")
+            return self._rmw(op, ptr, val, mask, sem, scope)
+        if op == "xchg":
+            return self._rmw("xchg", ptr, val, mask, sem, scope)
+        if op in ("max", "min"):
+            if elt.is_int():
+                kind = ("u" if elt.is_int_unsigned() else "") + op
+                return self._rmw(kind, ptr, val, mask, sem, scope)
+            if elt not in (tl.float32, tl.float64):
+                raise ValueError(f"atomic_{op} supports int, fp32 and fp64 elements, got {elt}")
+            return self._float_atomic_minmax(op, ptr, val, mask, sem, scope)
+        raise ValueError(f"unknown atomic operation {op!r}")
+
+    def _float_atomic_minmax(self, op, ptr, val, mask, sem, scope):
+        # IEEE floats order like sign-magnitude integers: for non-negative values a signed integer
+        # max is a float max; for negative values an unsigned integer min is (and vice versa).
+        ity = tl.int32 if val.type.scalar.primitive_bitwidth == 32 else tl.int64
+        uty = tl.uint32 if ity == tl.int32 else tl.uint64
+        iptr = self.bitcast(ptr, tl.pointer_type(ity))
+        ival = self.bitcast(val, ity)
+        non_negative = self.greater_equal(val, 0.0)
+        pos_mask = self.and_(mask, non_negative)
+        neg_mask = self.and_(mask, self.not_(non_negative))
+        pos = self._rmw(op, iptr, ival, pos_mask, sem, scope)
+        neg_kind = "umin" if op == "max" else "umax"
+        uval = self.bitcast(ival, uty)
+        neg = self._rmw(neg_kind, self.bitcast(iptr, tl.pointer_type(uty)), uval, neg_mask, sem, scope)
+        merged = self.where(non_negative, pos, self.bitcast(neg, ity))
+        return self.bitcast(merged, val.type.scalar)
+
+    def atomic_cas(self, ptr, cmp, val, sem=None, scope=None):
+        ptr, val, _mask, sem, scope = self._atomic_operands(ptr, val, None, sem, scope, "cas")
+        elt = val.type.scalar
+        if elt.primitive_bitwidth not in (16, 32, 64):
+            raise ValueError(f"atomic_cas supports 16, 32 and 64-bit elements, got {elt}")
+        cmp = self.broadcast_to(self.cast(self.to_tensor(cmp), elt), val.type.shape if val.type.is_block() else [])
+        return self.create("tt.atomic_cas", [ptr, cmp, val], val.type, {"sem": sem, "scope": scope})
+
+    # -- block pointers and tensor descriptors --------------------------------------------------------
+    def _int_list(self, values, dtype, what: str) -> List[tl.tensor]:
+        values = tl._unwrap_if_constexpr(values)
+        if not isinstance(values, (list, tuple)):
+            values = [values]
+        out = []
+        for v in values:
+            t = self.to_tensor(v)
+            if t.type.is_block() or not t.type.scalar.is_int():
+                raise ValueError(f"{what} must be scalar integers, got {t.type}")
+            out.append(self.cast(t, dtype))
+        return out
+
+    def make_block_ptr(self, base, shape, strides, offsets, block_shape, order) -> tl.tensor:
+        base = tl._unwrap_if_constexpr(base)
+        if not isinstance(base, tl.tensor) or not base.type.is_ptr() or base.type.is_block():
+            raise ValueError("make_block_ptr: base must be a scalar pointer")
+        if self._is_block_ptr(base):
+            raise ValueError("make_block_ptr: base is already a block pointer")
+        block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
+        order = [_const_int(o, "order entries") for o in tl._unwrap_if_constexpr(order)]
+        n = len(block_shape)
+        shape_v = self._int_list(shape, tl.int64, "make_block_ptr shape")
+        strides_v = self._int_list(strides, tl.int64, "make_block_ptr strides")
+        offsets_v = self._int_list(offsets, tl.int32, "make_block_ptr offsets")
+        if not (len(shape_v) == len(strides_v) == len(offsets_v) == len(order) == n):
+            raise ValueError("make_block_ptr: shape, strides, offsets, block_shape and order must have the "
+                             f"same length (got {len(shape_v)}, {len(strides_v)}, {len(offsets_v)}, {n}, "
+                             f"{len(order)})")
+        if sorted(order) != list(range(n)):
+            raise ValueError(f"make_block_ptr: order {order} must be a permutation of {list(range(n))}")
+        for s in block_shape:
+            if s <= 0 or s & (s - 1):
+                raise ValueError(f"make_block_ptr: block_shape {block_shape} must be powers of 2")
+        elt = base.type.element_ty
+        ty = tl.pointer_type(tl.block_type(elt, block_shape), base.type.address_space)
+        return self.create("tt.make_block_ptr", [base] + shape_v + strides_v + offsets_v, ty, {"order": order})
+
+    def advance(self, ptr, offsets) -> tl.tensor:
+        if not isinstance(ptr, tl.tensor) or not self._is_block_ptr(ptr):
+            raise ValueError("advance: the first argument must be a block pointer (tl.make_block_ptr)")
+        offs = self._int_list(offsets, tl.int32, "advance offsets")
+        if len(offs) != len(ptr.type.element_ty.shape):
+            raise ValueError(f"advance: expected {len(ptr.type.element_ty.shape)} offsets, got {len(offs)}")
+        return self.create("tt.advance", [ptr] + offs, ptr.type)
+
+    def make_tensor_descriptor(self, base, shape, strides, block_shape):
+        base = tl._unwrap_if_constexpr(base)
+        if not isinstance(base, tl.tensor) or not base.type.is_ptr() or self._is_block_ptr(base):
+            raise ValueError("make_tensor_descriptor: base must be a scalar pointer")
+        block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
+        shape_v = self._int_list(shape, tl.int32, "make_tensor_descriptor shape")
+        strides_v = self._int_list(strides, tl.int64, "make_tensor_descriptor strides")
+        if not (len(shape_v) == len(strides_v) == len(block_shape)):
+            raise ValueError("make_tensor_descriptor: shape, strides and block_shape must have the same length")
+        block = tl.block_type(base.type.element_ty, block_shape)
+        handle = self.builder.create1("tt.make_tensor_descriptor",
+                                      [base.handle] + [v.handle for v in shape_v + strides_v],
+                                      ir.TensorDescType(block.to_ir()))
+        return tl.tensor_descriptor(handle, block, shape_v, strides_v)
+
+    def descriptor_load(self, desc, offsets):
+        if not isinstance(desc, tl.tensor_descriptor):
+            raise ValueError("load_tensor_descriptor: the first argument must be a tensor descriptor")
+        offs = self._int_list(offsets, tl.int32, "descriptor offsets")
+        if len(offs) != len(desc.block_type.shape):
+            raise ValueError(f"descriptor load: expected {len(desc.block_type.shape)} offsets, got {len(offs)}")
+        value = self.builder.create1("tt.descriptor_load", [desc.handle] + [o.handle for o in offs],
+                                     desc.block_type.to_ir())
+        return tl.tensor(value, desc.block_type)
+
+    def descriptor_store(self, desc, value, offsets):
+        if not isinstance(desc, tl.tensor_descriptor):
+            raise ValueError("store_tensor_descriptor: the first argument must be a tensor descriptor")
+        offs = self._int_list(offsets, tl.int32, "descriptor offsets")
+        if len(offs) != len(desc.block_type.shape):
+            raise ValueError(f"descriptor store: expected {len(desc.block_type.shape)} offsets, got {len(offs)}")
+        value = self.broadcast_to(self.cast(self.to_tensor(value), desc.dtype), desc.block_type.shape)
+        self.builder.create("tt.descriptor_store", [desc.handle, value.handle] + [o.handle for o in offs], [])
+        return None
+
+    # -- dot -------------------------------------------------------------------------------------------
+    def dot(self, a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+            out_dtype=tl.float32) -> tl.tensor:
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        out_dtype = tl._unwrap_if_constexpr(out_dtype) or tl.float32
+        if not a.type.is_block() or not b.type.is_block():
+            raise ValueError("dot: both operands must be tensors")
+        sa, sb = list(a.type.shape), list(b.type.shape)
+        if len(sa) != len(sb) or len(sa) not in (2, 3):
+            raise ValueError(f"dot: both operands must be 2-D (or 3-D batched) with the same rank, got "
+                             f"shapes {sa} and {sb}")
+        if sa[-1] != sb[-2]:
+            raise ValueError(f"dot: first input shape ({sa}) and second input shape ({sb}) are not "
+                             f"compatible for matmul (last dimension of the first ({sa[-1]}) must equal the "
+                             f"second-to-last of the second ({sb[-2]}))")
+        if len(sa) == 3 and sa[0] != sb[0]:
+            raise ValueError(f"dot: batch dimensions differ: {sa[0]} and {sb[0]}")
+        if min(sa[-2:] + sb[-2:]) < 16:
+            raise ValueError(f"dot: all non-batch dimensions of both inputs ({sa}, {sb}) must be >= 16")
+        ta, tb = a.type.scalar, b.type.scalar
+        if ta.is_fp8() and tb.is_fp8():
+            pass
+        elif ta != tb:
+            raise TypeError(f"dot: both operands must have the same dtype, got {ta} and {tb}")
+        if ta.is_int():
+            if ta not in (tl.int8, tl.uint8):
+                raise TypeError(f"dot: integer operands must be int8, got {ta}")
+            ret_scalar = tl.int32
+        elif ta.is_floating():
+            ret_scalar = out_dtype if out_dtype in (tl.float16, tl.bfloat16, tl.float32, tl.float64) else None
+            if ret_scalar is None:
+                raise TypeError(f"dot: out_dtype must be a float type, got {out_dtype}")
+            if ret_scalar in (tl.float16, tl.bfloat16) and ta not in (tl.float16, tl.bfloat16) and not ta.is_fp8():
+                raise TypeError(f"dot: out_dtype {ret_scalar} needs fp16/bf16/fp8 inputs, got {ta}")
+        else:
+            raise TypeError(f"dot: unsupported operand type {ta}")
+        shape = sa[:-1] + [sb[-1]]
+        ret_ty = tl.block_type(ret_scalar, shape)
+        allow_tf32 = tl._unwrap_if_constexpr(allow_tf32)
+        precision = tl._unwrap_if_constexpr(input_precision)
+        if precision is not None and allow_tf32 is not None:
+            raise ValueError("dot: only one of input_precision and allow_tf32 can be specified")
+        if precision is None:
+            default = getattr(self.options, "default_dot_input_precision", "tf32")
+            precision = default if allow_tf32 in (None, True) else "ieee"
+        precision = str(precision).lower()
+        if precision not in ("tf32", "tf32x3", "ieee"):
+            raise ValueError(f"dot: input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
+        acc = tl._unwrap_if_constexpr(acc)
+        if acc is None:
+            acc = self.full(shape, 0, ret_scalar)
+        else:
+            acc = self.to_tensor(acc)
+            if not acc.type.is_block() or list(acc.type.shape) != shape:
+                raise ValueError(f"dot: accumulator shape {list(acc.type.shape) if acc.type.is_block() else []}"
+                                 f" does not match the result shape {shape}")
+            if acc.type.scalar.is_floating() != ret_scalar.is_floating():
+                raise TypeError(f"dot: accumulator type {acc.type.scalar} does not match operand type {ta}")
+            ret_ty = acc.type
+        imprecise = tl._unwrap_if_constexpr(max_num_imprecise_acc) or 0
+        return self.create("tt.dot", [a, b, acc], ret_ty,
+                           {"input_precision": precision, "max_num_imprecise_acc": int(imprecise)})
+
+    # -- reductions and scans --------------------------------------------------------------------------
+    def _region_op(self, name, inputs: Sequence[tl.tensor], axis, combine: Callable, terminator: str,
+                   attrs: dict, result_types: List[tl.dtype]):
+        block = ir.Block([t.type.scalar.to_ir() for t in inputs] * 2)
+        saved = (self.builder.block, self.builder.index)
+        self.builder.set_insertion_point_to_end(block)
+        try:
+            args = [tl.tensor(arg, t.type.scalar) for arg, t in zip(block.args, list(inputs) * 2)]
+            results = combine(args)
+            results = list(results) if isinstance(results, (tuple, list)) else [results]
+            if len(results) != len(inputs):
+                raise ValueError(f"the combine function returned {len(results)} values, expected {len(inputs)}")
+            handles = []
+            for r, t in zip(results, inputs):
+                r = self.to_tensor(r)
+                if r.type.is_block():
+                    raise ValueError("the combine function must return scalars")
+                if r.type.scalar != t.type.scalar:
+                    r = self.cast(r, t.type.scalar)
+                handles.append(r.handle)
+            self.builder.create(terminator, handles, [])
+        finally:
+            self.builder.block, self.builder.index = saved
+        op = self.create_op(name, list(inputs), [t.to_ir() for t in result_types], attrs, [ir.Region([block])])
+        return [tl.tensor(v, t) for v, t in zip(op.results, result_types)]
+
+    def _normalize_axis(self, axis, rank: int) -> int:
+        axis = _const_int(axis, "axis")
+        if not -rank <= axis < rank:
+            raise ValueError(f"axis {axis} is out of range for a tensor of rank {rank}")
+        return axis + rank if axis < 0 else axis
+
+    def reduction(self, inputs, axis, combine: Callable, keep_dims=False):
+        single = not isinstance(inputs, (tuple, list))
+        inputs = [self.to_tensor(t) for t in ([inputs] if single else inputs)]
+        axis = tl._unwrap_if_constexpr(axis)
+        keep_dims = bool(tl._unwrap_if_constexpr(keep_dims))
+        for t in inputs:
+            if not t.type.is_block():
+                raise ValueError("reduce: inputs must be tensors, got a scalar")
+        if axis is None:
+            inputs = [self.reshape(t, [t.type.numel], can_reorder=True) for t in inputs]
+            axis = 0
+        shape = list(inputs[0].type.shape)
+        for t in inputs:
+            if list(t.type.shape) != shape:
+                raise ValueError(f"reduce: all inputs must have the same shape, got {shape} and {list(t.type.shape)}")
+        axis = self._normalize_axis(axis, len(shape))
+        out_shape = shape[:axis] + shape[axis + 1:]
+        result_types = [tl.block_type(t.type.scalar, out_shape) if out_shape else t.type.scalar for t in inputs]
+        results = self._region_op("tt.reduce", inputs, axis, combine, "tt.reduce.return", {"axis": axis},
+                                  result_types)
+        if keep_dims:
+            results = [self.expand_dims(r, axis) for r in results]
+        return results[0] if single else tuple(results)
+
+    def scan(self, inputs, axis, combine: Callable, reverse=False):
+        single = not isinstance(inputs, (tuple, list))
+        inputs = [self.to_tensor(t) for t in ([inputs] if single else inputs)]
+        for t in inputs:
+            if not t.type.is_block():
+                raise ValueError("associative_scan: inputs must be tensors, got a scalar")
+        axis = self._normalize_axis(axis, len(inputs[0].type.shape))
+        results = self._region_op("tt.scan", inputs, axis, combine, "tt.scan.return",
+                                  {"axis": axis, "reverse": bool(tl._unwrap_if_constexpr(reverse))},
+                                  [t.type for t in inputs])
+        return results[0] if single else tuple(results)
+
+    def histogram(self, x, num_bins, mask=None):
+        x = self.to_tensor(x)
+        num_bins = _const_int(num_bins, "histogram num_bins")
+        if not x.type.is_block() or len(x.type.shape) != 1:
+            raise ValueError("histogram: input must be a 1-D tensor")
+        if not x.type.scalar.is_int():
+            raise TypeError(f"histogram: input must be integers, got {x.type.scalar}")
+        operands = [x]
+        mask = tl._unwrap_if_constexpr(mask)
+        if mask is not None:
+            operands.append(self.broadcast_to(self.cast(self.to_tensor(mask), tl.int1), x.type.shape))
+        return self.create("tt.histogram", operands, tl.block_type(tl.int32, [num_bins]))
+
+    def gather(self, src, index, axis):
+        src, index = self.to_tensor(src), self.to_tensor(index)
+        if not src.type.is_block() or not index.type.is_block():
+            raise ValueError("gather: source and index must be tensors")
+        rank = len(src.type.shape)
+        if len(index.type.shape) != rank:
+            raise ValueError("gather: source and index must have the same rank")
+        axis = self._normalize_axis(axis, rank)
+        for d in range(rank):
+            if d != axis and index.type.shape[d] != src.type.shape[d]:
+                raise ValueError(f"gather: index dimension {d} ({index.type.shape[d]}) must match the source "
+                                 f"({src.type.shape[d]})")
+        if not index.type.scalar.is_int():
+            raise TypeError("gather: index must be integers")
+        return self.create("tt.gather", [src, index], tl.block_type(src.type.scalar, index.type.shape),
+                           {"axis": axis})
+
+    # -- debug and hints --------------------------------------------------------------------------------
+    def device_print(self, prefix: str, args, hex=False):
+        values = [self.to_tensor(a) for a in args]
+        signed = [1 if v.type.scalar.is_int_signed() else 0 for v in values]
+        self.create_op("tt.print", values, [], {"prefix": prefix, "hex": bool(hex), "is_signed": signed})
+
+    def device_assert(self, cond, msg: str = "", mask=None):
+        cond = self.cast(self.to_tensor(cond), tl.int1)
+        mask = tl._unwrap_if_constexpr(mask)
+        if mask is not None:
+            cond = self.or_(cond, self.not_(self.cast(self.to_tensor(mask), tl.int1)))
+        self.create_op("tt.assert", [cond], [], {"message": str(msg)})
+
+    def debug_barrier(self):
+        self.create_op("gpu.barrier", [], [])
+
+    def set_hint(self, x, attr: str, values):
+        values = tl._unwrap_if_constexpr(values)
+        if isinstance(values, int):
+            values = [values]
+        values = [_const_int(v, attr + " values") for v in values]
+        x = self.to_tensor(x)
+        rank = len(x.type.shape) if x.type.is_block() else 1
+        if len(values) != rank:
+            raise ValueError(f"{attr}: expected {rank} values (one per dimension), got {len(values)}")
+        owner = x.handle.owner
+        if isinstance(owner, ir.Operation):
+            owner.attrs[attr] = values
+        return x
+
+    def assume(self, cond):
+        cond = self.cast(self.to_tensor(cond), tl.int1)
+        self.create_op("tt.assume", [cond], [])
