@@ -1,0 +1,49 @@
+# `make demo` and `make test` do all set-up on a fresh clone: a virtual environment in .venv with
+# tilejit and its three backends installed editable, the test tools, and the system tools the
+# backends call (ld.lld). Set-up runs again only when a pyproject.toml or this file changes.
+
+PYTHON ?= python3
+VENV := .venv
+VENV_PY := $(VENV)/bin/python
+STAMP := $(VENV)/.tilejit-setup-stamp
+SETUP_INPUTS := Makefile pyproject.toml $(wildcard backends/*/pyproject.toml)
+TEST_DEPS := pytest filecheck pyelftools msgpack
+
+.PHONY: all setup demo test system-tools clean
+
+all: test
+
+setup: $(STAMP)
+
+$(STAMP): $(SETUP_INPUTS)
+	@test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "error: \`$(PYTHON) -m venv\` failed; install the venv module (Debian: apt-get install python3-venv)" >&2; exit 1; }
+	$(VENV_PY) -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools>=64" wheel
+	$(VENV_PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+	  -e . -e backends/interpreter -e backends/nvidia -e backends/amd $(TEST_DEPS)
+	@$(MAKE) --no-print-directory system-tools
+	@touch $@
+
+# ld.lld links AMD code objects (hsaco). Installed through apt when missing and we are root; a
+# failure only warns, because everything except the hsaco stage works without it.
+system-tools:
+	@if command -v ld.lld >/dev/null 2>&1 || ls /usr/bin/ld.lld-* /usr/lib/llvm-*/bin/ld.lld >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing lld (ld.lld) with apt-get"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lld >/dev/null) || \
+	    echo "warning: apt-get install lld failed; AMD hsaco linking tests will be skipped" >&2; \
+	else \
+	  echo "warning: ld.lld not found and cannot install it (need root and apt-get); install lld or set TILEJIT_LLD" >&2; \
+	fi
+
+demo: $(STAMP)
+	$(VENV)/bin/tilejit demo
+
+test: $(STAMP)
+	$(VENV_PY) -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) build .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -name "*.egg-info" -type d -prune -exec rm -rf {} +

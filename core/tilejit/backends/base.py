@@ -1,0 +1,238 @@
+"""The contract every backend package implements: options, the backend class and its launcher.
+
+A backend is found through the entry-point group `tilejit.backends` (see `registry.py`); the entry
+point names a `BaseBackend` subclass. Compile side: `parse_options`, `hash`, `add_stages`,
+`make_launcher`. Device side (class methods, because they describe the machine, not one target):
+`is_active`, `inactive_reason`, `get_current_target`, `owns`, `get_benchmarker`, plus
+`default_target` and `toolchain_status` for cross-compiling and for `tilejit backends`.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import hashlib
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping
+
+from tilejit.backends.errors import BackendUnavailableError, OptionsError, TargetError
+from tilejit.backends.gpu_target import GPUTarget
+
+# Bumped when the backend interface changes incompatibly; a plugin built for another version is
+# reported as broken instead of failing in the middle of a compilation.
+API_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BaseOptions:
+    """Compile options shared by every backend. Backends subclass it to add their own fields."""
+
+    num_warps: int = 4
+    num_ctas: int = 1
+    num_stages: int = 3
+    debug: bool = False
+    sanitize_overflow: bool = False
+    enable_fp_fusion: bool = True
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            _check_field_type(type(self).__name__, field, getattr(self, field.name))
+        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1):
+            raise OptionsError(f"num_warps must be a power of two, got {self.num_warps}")
+        if self.num_ctas < 1:
+            raise OptionsError(f"num_ctas must be at least 1, got {self.num_ctas}")
+        if self.num_stages < 0:
+            raise OptionsError(f"num_stages must not be negative, got {self.num_stages}")
+
+    def hash(self) -> str:
+        """sha256 of every field, so two option sets hash equal exactly when they compile equal code."""
+        text = ";".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return hashlib.sha256(f"{type(self).__qualname__}:{text}".encode()).hexdigest()
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _check_field_type(owner: str, field: dataclasses.Field, value) -> None:
+    # The default value tells the field's kind; this keeps subclasses free of per-field checks.
+    default = field.default
+    if default is dataclasses.MISSING or default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise OptionsError(f"{owner}.{field.name} must be of type {type(default).__name__}, "
+                           f"got {value!r} ({type(value).__name__})")
+
+
+def wall_clock_benchmarker(fn: Callable[[], Any], warmup: int = 3, rep: int = 20,
+                           quantiles=None, return_mode: str = "mean"):
+    """Time `fn` with the host clock, in milliseconds: the benchmarker of backends without device timers."""
+    if return_mode not in ("min", "max", "mean", "median", "all"):
+        raise ValueError(f"return_mode must be one of min, max, mean, median, all; got {return_mode!r}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(max(rep, 1)):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    if quantiles is not None:
+        ordered = sorted(times)
+        picked = [ordered[min(int(q * len(ordered)), len(ordered) - 1)] for q in quantiles]
+        return picked[0] if len(picked) == 1 else picked
+    if return_mode == "all":
+        return times
+    return {"min": min, "max": max, "mean": statistics.fmean, "median": statistics.median}[return_mode](times)
+
+
+class Launcher(abc.ABC):
+    """Runs one compiled kernel on a grid. Backends implement `launch`.
+
+    `__call__` normalises the grid, skips empty grids and fires the plugin launch hooks, so every
+    backend behaves the same there.
+    """
+
+    def __init__(self, compiled_kernel):
+        self.compiled_kernel = compiled_kernel
+
+    @property
+    def kernel_name(self) -> str:
+        return str(getattr(self.compiled_kernel, "name", "") or "")
+
+    def __call__(self, grid, args, stream=None):
+        grid = normalize_grid(grid)
+        if 0 in grid:
+            return None
+        from tilejit.plugins import get_plugin_manager
+        hook = get_plugin_manager().hook
+        hook.tilejit_pre_launch(kernel_name=self.kernel_name, grid=grid, args=args)
+        result = self.launch(grid, args, stream)
+        hook.tilejit_post_launch(kernel_name=self.kernel_name, grid=grid, args=args)
+        return result
+
+    @abc.abstractmethod
+    def launch(self, grid: tuple[int, int, int], args, stream):
+        """Run the kernel; `grid` is a 3-tuple of positive ints, `args` the runtime arguments."""
+
+
+def normalize_grid(grid) -> tuple[int, int, int]:
+    """Turn `n`, `(x,)`, `(x, y)` or `(x, y, z)` into a 3-tuple of non-negative ints."""
+    dims = (grid,) if isinstance(grid, int) else tuple(grid)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"a grid has 1 to 3 dimensions, got {len(dims)}: {grid!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise TypeError(f"grid dimensions must be integers, got {d!r} in {grid!r}")
+        d = int(d.__index__())
+        if d < 0:
+            raise ValueError(f"grid dimensions must not be negative, got {grid!r}")
+        out.append(d)
+    return tuple(out + [1] * (3 - len(out)))
+
+
+class BaseBackend(abc.ABC):
+    """One backend: compiles TTIR for its targets and launches the result."""
+
+    name: ClassVar[str] = ""
+    api_version: ClassVar[int] = API_VERSION
+    options_class: ClassVar[type] = BaseOptions
+    # A CPU fallback (the interpreter) steps aside when a device backend is also active, so a GPU
+    # machine with every backend installed still picks the GPU when the arguments do not decide.
+    cpu_fallback: ClassVar[bool] = False
+
+    def __init__(self, target: GPUTarget):
+        target = GPUTarget.parse(target)
+        if not self.supports_target(target):
+            raise TargetError(f"backend '{self.name}' does not support target '{target}'")
+        self.target = target
+
+    # ---- compile side -------------------------------------------------------------------------
+    @staticmethod
+    @abc.abstractmethod
+    def supports_target(target: GPUTarget) -> bool:
+        """Whether this backend compiles for `target`."""
+
+    def parse_options(self, options: "Mapping[str, Any] | BaseOptions | None" = None):
+        """Build the frozen options object; unknown keys are an `OptionsError` naming the allowed ones."""
+        cls = self.options_class
+        if isinstance(options, cls):
+            return options
+        options = dict(options or {})
+        allowed = [f.name for f in dataclasses.fields(cls)]
+        unknown = [key for key in options if key not in allowed]
+        if unknown:
+            raise OptionsError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                               f"{', '.join(repr(k) for k in unknown)} for backend '{self.name}'; "
+                               f"allowed: {', '.join(allowed)}")
+        if "debug" in allowed and "debug" not in options:
+            from tilejit.config import knobs
+            options["debug"] = knobs.debug
+        try:
+            return cls(**options)
+        except TypeError as exc:  # e.g. a required field of a subclass is missing
+            raise OptionsError(f"bad options for backend '{self.name}': {exc}") from None
+
+    def hash(self) -> str:
+        """This backend's part of the cache key; subclasses add their toolchain versions."""
+        return f"{self.name}:{self.target}:api{self.api_version}"
+
+    @abc.abstractmethod
+    def add_stages(self, stages: dict, options) -> None:
+        """Append `{stage name: fn(src, metadata)}` entries after the core's `ttir` stage."""
+
+    @abc.abstractmethod
+    def make_launcher(self, compiled_kernel) -> Launcher:
+        """Return a `Launcher` that runs `compiled_kernel`."""
+
+    # ---- device side --------------------------------------------------------------------------
+    @classmethod
+    def is_active(cls) -> bool:
+        """Whether a device of this backend can run kernels in this process."""
+        return False
+
+    @classmethod
+    def inactive_reason(cls) -> str:
+        """Why `is_active()` is false (empty when active), shown by `tilejit backends`."""
+        return "" if cls.is_active() else "no device driver"
+
+    @classmethod
+    def get_current_target(cls) -> GPUTarget:
+        """The target of the current device."""
+        raise BackendUnavailableError(f"backend '{cls.name}' has no active device: {cls.inactive_reason()}")
+
+    @classmethod
+    def owns(cls, arg) -> bool:
+        """Whether `arg` (a tensor, array, ...) lives on this backend's device."""
+        return False
+
+    @classmethod
+    def get_benchmarker(cls) -> Callable:
+        """A `do_bench`-like function `(fn, warmup, rep, quantiles, return_mode) -> ms`."""
+        return wall_clock_benchmarker
+
+    @classmethod
+    def default_target(cls) -> GPUTarget:
+        """The target to compile for when there is no device (cross-compilation)."""
+        raise BackendUnavailableError(f"backend '{cls.name}' has no default target")
+
+    @classmethod
+    def describe_targets(cls) -> str:
+        """The targets this backend accepts, in words, for `tilejit backends`."""
+        try:
+            return f"e.g. {cls.default_target()}"
+        except BackendUnavailableError:
+            return "(not stated)"
+
+    @classmethod
+    def toolchain_status(cls) -> dict[str, str]:
+        """Each external tool or library the backend uses, and where it was found or why not."""
+        return {}

@@ -1,0 +1,121 @@
+"""Every environment knob tilejit reads, in one place.
+
+Other modules never look at `os.environ` themselves: they ask `knobs`. Each property reads the
+environment when it is asked (not at import), so a test can `monkeypatch.setenv` and see the effect at
+once. Knobs that change the generated code are folded into the cache key by `knobs.cache_key_part()`.
+"""
+from __future__ import annotations
+
+import os
+
+from tilejit.errors import TilejitError
+
+_TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("", "0", "false", "no", "off")
+
+DEFAULT_CACHE_MAX_BYTES = 1 << 30  # 1 GiB
+
+
+class KnobError(TilejitError, ValueError):
+    """An environment variable holds a value tilejit cannot understand."""
+
+
+def _flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE_WORDS:
+        return True
+    if raw in _FALSE_WORDS:
+        return False
+    raise KnobError(f"{name}={os.environ[name]!r} is not a boolean; use 1/0, true/false, yes/no or on/off")
+
+
+def _text(name: str) -> str | None:
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+class Knobs:
+    """Live view of the tilejit environment variables."""
+
+    @property
+    def cache_dir(self) -> str:
+        """TILEJIT_CACHE_DIR: root of the on-disk compilation cache (default ~/.cache/tilejit)."""
+        raw = _text("TILEJIT_CACHE_DIR")
+        path = raw if raw else os.path.join("~", ".cache", "tilejit")
+        return os.path.abspath(os.path.expanduser(path))
+
+    @property
+    def cache_max_bytes(self) -> int:
+        """TILEJIT_CACHE_MAX_BYTES: size bound of the disk cache; oldest entries are evicted past it.
+
+        Accepts a plain number of bytes or a number with a K/M/G suffix (powers of 1024).
+        """
+        raw = _text("TILEJIT_CACHE_MAX_BYTES")
+        if raw is None:
+            return DEFAULT_CACHE_MAX_BYTES
+        units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+        number, scale = raw.lower(), 1
+        if number.endswith("b"):
+            number = number[:-1]
+        if number and number[-1] in units:
+            number, scale = number[:-1], units[number[-1]]
+        try:
+            value = int(number) * scale
+        except ValueError:
+            raise KnobError(f"TILEJIT_CACHE_MAX_BYTES={raw!r} is not a size; use e.g. 1073741824, 512M or 2G") from None
+        if value < 0:
+            raise KnobError(f"TILEJIT_CACHE_MAX_BYTES={raw!r} must not be negative")
+        return value
+
+    @property
+    def always_compile(self) -> bool:
+        """TILEJIT_ALWAYS_COMPILE: ignore cached binaries and compile again."""
+        return _flag("TILEJIT_ALWAYS_COMPILE")
+
+    @property
+    def dump_dir(self) -> str | None:
+        """TILEJIT_DUMP_DIR: when set, every stage of every compilation is written there."""
+        raw = _text("TILEJIT_DUMP_DIR")
+        return os.path.abspath(os.path.expanduser(raw)) if raw else None
+
+    @property
+    def target(self) -> str | None:
+        """TILEJIT_TARGET: a target string (`cuda:90`, `hip:gfx942`, `interpreter`) that overrides discovery."""
+        return _text("TILEJIT_TARGET")
+
+    @property
+    def interpret(self) -> bool:
+        """TILEJIT_INTERPRET, or Triton's TRITON_INTERPRET: run every kernel on the NumPy interpreter."""
+        return _flag("TILEJIT_INTERPRET") or _flag("TRITON_INTERPRET")
+
+    @property
+    def ptxas(self) -> str | None:
+        """TILEJIT_PTXAS: path of the `ptxas` used to turn PTX into a cubin."""
+        return _text("TILEJIT_PTXAS")
+
+    @property
+    def lld(self) -> str | None:
+        """TILEJIT_LLD: path of the `ld.lld` used to link an AMD hsaco."""
+        return _text("TILEJIT_LLD")
+
+    @property
+    def debug(self) -> bool:
+        """TILEJIT_DEBUG: compile kernels with device-side asserts and bounds checks."""
+        return _flag("TILEJIT_DEBUG")
+
+    def cache_key_part(self) -> str:
+        """The knobs that change generated code, as one string to mix into every cache key.
+
+        Tool paths are included because another ptxas/ld.lld may emit another binary; the backends'
+        own `hash()` adds the tool versions.
+        """
+        return f"debug={int(self.debug)};ptxas={self.ptxas or ''};lld={self.lld or ''}"
+
+    def as_dict(self) -> dict[str, object]:
+        """Every knob with its current value (for `tilejit backends` and bug reports)."""
+        names = ("cache_dir", "cache_max_bytes", "always_compile", "dump_dir", "target", "interpret",
+                 "ptxas", "lld", "debug")
+        return {name: getattr(self, name) for name in names}
+
+
+knobs = Knobs()
