@@ -24,17 +24,21 @@ $(STAMP): $(SETUP_INPUTS)
 	@$(MAKE) --no-print-directory system-tools
 	@touch $@
 
-# ld.lld links AMD code objects (hsaco). Installed through apt when missing and we are root; a
-# failure only warns, because everything except the hsaco stage works without it.
+# ld.lld links AMD code objects (hsaco). LLVM 22 (llvmlite) writes code object v5, which needs LLD 15
+# or newer; Debian 12's plain `lld` is 14, so the versioned `lld-19` is installed when the backend's
+# own search (tilejit_amd.toolchain.find_lld, which skips old versions) finds nothing usable. Needs
+# root and apt-get; a failure only warns, since everything except the hsaco stage works without it.
+LLD_OK := $(VENV_PY) -c "import sys; from tilejit_amd.toolchain import find_lld, lld_version, MIN_LLD_MAJOR as M; p = find_lld(); v = p and lld_version(p); sys.exit(0 if v and v[0] >= M else 1)"
+
 system-tools:
-	@if command -v ld.lld >/dev/null 2>&1 || ls /usr/bin/ld.lld-* /usr/lib/llvm-*/bin/ld.lld >/dev/null 2>&1; then \
+	@if $(LLD_OK) 2>/dev/null; then \
 	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing lld (ld.lld) with apt-get"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lld >/dev/null) || \
-	    echo "warning: apt-get install lld failed; AMD hsaco linking tests will be skipped" >&2; \
+	  echo "installing lld-19 (ld.lld) with apt-get"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lld-19 >/dev/null) || \
+	    echo "warning: apt-get install lld-19 failed; AMD hsaco linking tests will be skipped" >&2; \
 	else \
-	  echo "warning: ld.lld not found and cannot install it (need root and apt-get); install lld or set TILEJIT_LLD" >&2; \
+	  echo "warning: no ld.lld >= 15 found and cannot install one (need root and apt-get); install lld-19 or set TILEJIT_LLD" >&2; \
 	fi
 
 demo: $(STAMP)

@@ -167,7 +167,6 @@ class CompiledKernel:
         self.asm = asm
         self.hash = metadata.get("hash")
         self._launcher = None
-        self._hooks_in_launcher = False
         self._lock = threading.Lock()
 
     @property
@@ -177,10 +176,6 @@ class CompiledKernel:
                 if self._launcher is None:
                     backends = _backends()
                     launcher = backends.backend_for_target(self.target).make_launcher(self)
-                    # `tilejit.backends.Launcher.__call__` fires the launch hooks itself; firing them
-                    # here as well would call every plugin twice per launch.
-                    base = getattr(backends, "Launcher", None)
-                    self._hooks_in_launcher = base is not None and isinstance(launcher, base)
                     self._launcher = launcher
         return self._launcher
 
@@ -193,8 +188,6 @@ class CompiledKernel:
         """Launch on a 3-tuple grid with the runtime arguments in signature order. Plugins' launch
         hooks fire here (so both `kernel[grid]` and JIT launches see them), only if some exist."""
         launcher = self.launcher
-        if self._hooks_in_launcher:
-            return launcher(grid, args, stream)
         pre, post = launch_hooks()
         if pre is None and post is None:
             return launcher(grid, args, stream)

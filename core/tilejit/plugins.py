@@ -63,12 +63,15 @@ def register(plugin, name: str | None = None) -> str:
 
     Raises `pluggy.PluginValidationError` when a hook function does not match its spec.
     """
-    return _register_checked(get_plugin_manager(), plugin, name)
+    name = _register_checked(get_plugin_manager(), plugin, name)
+    _forget_launch_hooks()
+    return name
 
 
 def unregister(plugin) -> None:
     """Remove a plugin registered with `register`."""
     get_plugin_manager().unregister(plugin)
+    _forget_launch_hooks()
 
 
 def broken_plugins() -> dict[str, str]:
@@ -83,3 +86,12 @@ def reset_plugins() -> None:
     with _lock:
         _manager = None
         _broken.clear()
+    _forget_launch_hooks()
+
+
+def _forget_launch_hooks() -> None:
+    """The compile driver looks the launch hooks up once; make it look again after a change."""
+    import sys
+    compiler = sys.modules.get("tilejit.compiler")
+    if compiler is not None:
+        compiler.reset_launch_hooks()

@@ -96,8 +96,9 @@ def wall_clock_benchmarker(fn: Callable[[], Any], warmup: int = 3, rep: int = 20
 class Launcher(abc.ABC):
     """Runs one compiled kernel on a grid. Backends implement `launch`.
 
-    `__call__` normalises the grid, skips empty grids and fires the plugin launch hooks, so every
-    backend behaves the same there.
+    `__call__` normalises the grid and skips empty grids, so every backend behaves the same there.
+    Plugin launch hooks fire in `CompiledKernel.run`, which looks them up once per process: asking
+    pluggy on every launch would cost several microseconds on the hot path.
     """
 
     def __init__(self, compiled_kernel):
@@ -111,12 +112,7 @@ class Launcher(abc.ABC):
         grid = normalize_grid(grid)
         if 0 in grid:
             return None
-        from tilejit.plugins import get_plugin_manager
-        hook = get_plugin_manager().hook
-        hook.tilejit_pre_launch(kernel_name=self.kernel_name, grid=grid, args=args)
-        result = self.launch(grid, args, stream)
-        hook.tilejit_post_launch(kernel_name=self.kernel_name, grid=grid, args=args)
-        return result
+        return self.launch(grid, args, stream)
 
     @abc.abstractmethod
     def launch(self, grid: tuple[int, int, int], args, stream):
