@@ -113,8 +113,10 @@ def build_every_op():
 
 
 def test_module_covers_the_whole_catalog():
+    # TTGIR ops (`ttg.*`) are registered by the GPU lowering when it is imported and tested there.
     used = {op.name for op in build_every_op().walk()}
-    assert set(ir.OPS) <= used, sorted(set(ir.OPS) - used)
+    ttir_ops = {name for name in ir.OPS if not name.startswith("ttg.")}
+    assert ttir_ops <= used, sorted(ttir_ops - used)
 
 
 def test_every_op_round_trips_and_verifies():

@@ -64,15 +64,17 @@ def test_register_rejects_mismatched_hooks_and_keeps_the_manager_usable(fake_ent
     assert passes == ["canonicalize", "my-pass"]
 
 
-def test_launcher_fires_hooks_and_skips_empty_grids(fake_entry_points):
+def test_launcher_skips_empty_grids_and_leaves_hooks_to_the_compiled_kernel(fake_entry_points):
+    # Hooks fire once per launch in CompiledKernel.run (tests/runtime); the launcher must not fire
+    # them again.
     fake_entry_points({})
     log = LaunchLog()
     plugins.register(log, name="launch-log")
     launcher = FakeGPUBackend(GPUTarget("fakegpu", 7, 16)).make_launcher(FakeCompiled())
     launcher((4, 2), [1, 2, 3])
-    launcher(0, [1])  # a zero dimension launches nothing and calls no hook
+    launcher(0, [1])  # a zero dimension launches nothing
     assert launcher.launches == [((4, 2, 1), (1, 2, 3))]
-    assert log.events == [("pre", "add_kernel", (4, 2, 1), 3), ("post", "add_kernel", (4, 2, 1), 3)]
+    assert log.events == []
 
 
 def test_normalize_grid():
