@@ -78,6 +78,12 @@ class Knobs:
         raw = _text("TILEJIT_DUMP_DIR")
         return os.path.abspath(os.path.expanduser(raw)) if raw else None
 
+    def selection_env(self) -> tuple:
+        """The raw values of the knobs that steer target selection, unparsed: a cheap memo key for
+        the launch path (a parsed read costs microseconds per launch)."""
+        get = os.environ.get
+        return get("TILEJIT_TARGET"), get("TILEJIT_INTERPRET"), get("TRITON_INTERPRET")
+
     @property
     def target(self) -> str | None:
         """TILEJIT_TARGET: a target string (`cuda:90`, `hip:gfx942`, `interpreter`) that overrides discovery."""

@@ -22,6 +22,17 @@ import threading
 from tilejit import compiler
 from tilejit.errors import CompilationError
 from tilejit.runtime.args import dtype_of, int_type_string, is_tensor_like, tensor_reader
+from tilejit.config import knobs as _knobs_object
+
+_explicit_target_cache: list = []
+
+
+def _explicit_target_var():
+    """The context variable behind `with tilejit.target(...)`, imported once (the launch path is hot)."""
+    if not _explicit_target_cache:
+        from tilejit.backends import selection
+        _explicit_target_cache.append(selection._explicit_target)
+    return _explicit_target_cache[0]
 
 __all__ = ["jit", "JITFunction", "KernelInterface", "KernelParam", "LAUNCH_OPTIONS", "MockArg"]
 
@@ -364,23 +375,21 @@ class JITFunction(KernelInterface):
     # --- targets -----------------------------------------------------------------------------------
 
     def _target_for(self, bound, devices, explicit=None):
-        backends = compiler._backends()
         if explicit is not None:
-            return backends.select_target(bound, explicit=explicit, names=self.arg_names)
-        scoped = backends.current_explicit_target()
+            return compiler._backends().select_target(bound, explicit=explicit, names=self.arg_names)
+        scoped = _explicit_target_var().get()
         if scoped is not None:
             return scoped
         # `select_target` asks each backend's driver whether it owns each tensor. The answer depends
         # only on the environment and on the tensors' types and devices: memoise on those.
-        knobs = compiler._knobs()
-        memo_key = (knobs.target, knobs.interpret, devices)
+        memo_key = (_knobs_object.selection_env(), devices)
         try:
             return self._target_memo[memo_key]
         except KeyError:
-            target = self._target_memo[memo_key] = backends.select_target(bound, names=self.arg_names)
+            target = self._target_memo[memo_key] = compiler._backends().select_target(bound, names=self.arg_names)
             return target
         except TypeError:  # an unhashable device object: no memo for this call
-            return backends.select_target(bound, names=self.arg_names)
+            return compiler._backends().select_target(bound, names=self.arg_names)
 
     # --- launch ------------------------------------------------------------------------------------
 

@@ -1,0 +1,360 @@
+"""Checked memory for interpreted kernels: pointers, loads, stores, atomics, block pointers.
+
+A pointer is an int64 that encodes which kernel argument it points into (its *slot*, 1-based) and a
+byte offset into that argument's allocation:
+
+    pointer = slot << 40 | 2**39 + byte_offset          (offsets in [-2**39, 2**39))
+
+so pointer arithmetic is plain integer arithmetic, `pointer >> 40` recovers the slot even for
+offsets before the start, and no pointer ever aliases host memory. The generator knows the slot of
+almost every pointer statically and passes it; `DYNAMIC` asks the helper to decode it per element.
+
+Every access is checked against the allocation before it touches memory; masked-off lanes are never
+read or written. A violation raises `InterpreterError` naming the kernel, the parameter, the program
+id, the element offset and the kernel's source line.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tilejit.errors import InterpreterError
+
+from . import numerics
+
+SLOT_SHIFT = 40
+OFFSET_BIAS = 1 << 39
+DYNAMIC = -1
+
+
+def slot_base(slot: int) -> int:
+    """The pointer value of byte 0 of slot `slot`'s allocation."""
+    return (slot << SLOT_SHIFT) + OFFSET_BIAS
+
+
+class Memory:
+    """The arguments of one launch as byte buffers, plus what error messages need."""
+
+    __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid")
+
+    def __init__(self, kernel: str, sites):
+        self.kernel = kernel
+        self.sites = sites          # site index -> (Location, what)
+        self.names = ["<null>"]     # slot -> parameter name; slot 0 means "no argument"
+        self.buffers = [np.zeros(0, np.uint8)]
+        self.nbytes = [0]
+        self.starts = [0]           # byte offset of the argument's first element in its allocation
+        self.views = {}
+        self.pids = (np.zeros(1, np.int32),) * 3
+        self.grid = (1, 1, 1)
+
+    def add(self, name: str, buffer: np.ndarray, start: int) -> int:
+        """Register an allocation (a flat uint8 array); return the pointer the kernel receives."""
+        self.names.append(name)
+        self.buffers.append(buffer)
+        self.nbytes.append(buffer.shape[0])
+        self.starts.append(start)
+        return slot_base(len(self.names) - 1) + start
+
+    def view(self, slot: int, dtype) -> np.ndarray:
+        key = (slot, dtype)
+        view = self.views.get(key)
+        if view is None:
+            buf = self.buffers[slot]
+            size = np.dtype(dtype).itemsize
+            view = buf[: buf.shape[0] - buf.shape[0] % size].view(dtype)
+            self.views[key] = view
+        return view
+
+    # -- errors ---------------------------------------------------------------------------------
+    def program_of(self, lane: int, shape, rank: int):
+        """The program id of flat lane `lane` of an array of `shape` (program axis first when its
+        rank exceeds the IR rank `rank`; else every program did the same, so report the first)."""
+        p = 0
+        if len(shape) > rank:
+            per_program = int(np.prod(shape[1:], dtype=np.int64))
+            p = lane // max(per_program, 1)
+        return tuple(int(pid[p]) if np.ndim(pid) else int(pid) for pid in self.pids)
+
+    def error(self, site: int, message: str, program=None) -> InterpreterError:
+        loc, what = self.sites[site]
+        return InterpreterError(f"{message} ({what})", kernel=self.kernel, file=loc.file or None,
+                                line=loc.line or None, col=loc.col or None, program_id=program)
+
+
+# ------------------------------------------------------------------------------------------------
+# address checks
+
+def _first_lane(bad: np.ndarray) -> int:
+    return int(np.argmax(bad.reshape(-1)))
+
+
+def element_index(mem: Memory, site: int, slot: int, ptr, mask, size: int, rank: int, aligned: bool = False):
+    """Check every active lane of `ptr` against slot `slot` and return element indices into
+    `mem.view(slot, ...)`; masked-off lanes get a valid index. Raises InterpreterError on a bad access."""
+    ptr = np.asarray(ptr)
+    base = slot_base(slot)
+    shift = size.bit_length() - 1
+    if ptr.size == 0:
+        return ptr - base, mask
+    # Fast path: every lane (masked or not) is inside and aligned, the common case: no masking needed.
+    low, high = ptr.min(), ptr.max()
+    if low >= base and high <= base + mem.nbytes[slot] - size:
+        index = np.subtract(ptr, base)
+        # `aligned`: the generator proved the pointer moved by whole elements from the argument.
+        if size > 1 and (mem.starts[slot] & (size - 1) or not aligned) and (index & (size - 1)).any():
+            _misaligned(mem, site, slot, index, mask, size, rank)
+        if shift:
+            index >>= shift
+        return index, mask
+    off = ptr - base
+    if mask is not None:
+        mask = np.broadcast_to(mask, np.broadcast_shapes(off.shape, np.shape(mask)))
+        off = np.where(mask, off, 0)
+    limit = mem.nbytes[slot] - size
+    if off.min() < 0 or off.max() > limit:
+        bad = (off < 0) | (off > limit)
+        if mask is not None:
+            bad &= mask
+        lane = _first_lane(bad)
+        elem = (int(off.reshape(-1)[lane]) - mem.starts[slot]) // size
+        count = (mem.nbytes[slot] - mem.starts[slot]) // size
+        raise mem.error(site, f"out-of-bounds access to argument '{mem.names[slot]}' at element offset "
+                        f"{elem} (it holds {count} elements)", mem.program_of(lane, off.shape, rank))
+    if size > 1 and (off & (size - 1)).any():
+        _misaligned(mem, site, slot, off, mask, size, rank)
+    return off >> shift, mask
+
+
+def _misaligned(mem, site, slot, off, mask, size, rank):
+    bad = (off & (size - 1)) != 0
+    if mask is not None:
+        bad &= mask
+    if not bad.any():
+        return
+    lane = _first_lane(bad)
+    raise mem.error(site, f"misaligned {size}-byte access to argument '{mem.names[slot]}' at byte "
+                    f"offset {int(off.reshape(-1)[lane]) - mem.starts[slot]}", mem.program_of(lane, off.shape, rank))
+
+
+def _slots_of(mem, site, ptr, mask, rank):
+    """The distinct slots the active lanes of a dynamically-based pointer point into."""
+    slots = np.asarray(ptr) >> SLOT_SHIFT
+    active = slots if mask is None else slots[np.broadcast_to(mask, slots.shape)]
+    found = np.unique(active)
+    for s in found:
+        if s < 1 or s >= len(mem.names):
+            bad = slots == s
+            if mask is not None:
+                bad = bad & mask
+            raise mem.error(site, "access through a pointer that does not point into any argument",
+                            mem.program_of(_first_lane(bad), np.shape(bad), rank))
+    return slots, [int(s) for s in found]
+
+
+def _split_dynamic(mem, site, ptr, mask, rank):
+    """(slot, lane mask) pairs covering the active lanes of a pointer with a per-element slot."""
+    slots, found = _slots_of(mem, site, ptr, mask, rank)
+    for s in found:
+        sub = slots == s
+        yield s, (sub if mask is None else sub & mask)
+
+
+# ------------------------------------------------------------------------------------------------
+# loads and stores
+
+def load(mem, site, slot, ptr, mask, other, dtype, rank, aligned=False):
+    """Gather `dtype` elements at `ptr` (masked lanes give `other`, or 0)."""
+    if slot == DYNAMIC:
+        shape = np.broadcast_shapes(np.shape(ptr), np.shape(mask) if mask is not None else ())
+        out = np.zeros(shape, dtype)
+        for s, lanes in _split_dynamic(mem, site, ptr, mask, rank):
+            part = load(mem, site, s, ptr, lanes, None, dtype, rank)
+            out = np.where(lanes, part, out)
+        return out if other is None or mask is None else np.where(mask, out, other).astype(dtype)
+    size = np.dtype(dtype).itemsize
+    index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    values = mem.view(slot, dtype).take(index)
+    if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
+        return values
+    return np.where(mask, values, other if other is not None else dtype(0)).astype(dtype, copy=False)
+
+
+def store(mem, site, slot, ptr, value, mask, dtype, rank, aligned=False):
+    if slot == DYNAMIC:
+        for s, lanes in _split_dynamic(mem, site, ptr, mask, rank):
+            store(mem, site, s, ptr, value, lanes, dtype, rank)
+        return
+    size = np.dtype(dtype).itemsize
+    index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    view = mem.view(slot, dtype)
+    value = np.asarray(value, dtype)
+    if mask is not None and np.all(mask):
+        mask = None
+    vshape, ishape = value.shape, index.shape
+    if mask is None and len(vshape) <= len(ishape) and vshape == ishape[len(ishape) - len(vshape):]:
+        # The value broadcasts along leading axes only: np.put repeats it cyclically over the
+        # row-major lanes, which is exactly that broadcast, without materialising it.
+        np.put(view, index, value)
+        return
+    shape = np.broadcast_shapes(ishape, vshape)
+    value = np.broadcast_to(value, shape)
+    index = np.broadcast_to(index, shape)
+    if mask is None:
+        # Fancy assignment writes in lane order, so the last program writing an address wins:
+        # the result of running the programs one after another.
+        view[index.reshape(-1)] = value.reshape(-1)
+    else:
+        lanes = np.broadcast_to(mask, shape)
+        view[index[lanes]] = value[lanes]
+
+
+# ------------------------------------------------------------------------------------------------
+# atomics: the result of running the programs one after another, in program order
+
+_UFUNC_AT = {"add": np.add, "fadd": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
+             "xor": np.bitwise_xor, "max": np.maximum, "min": np.minimum}
+
+
+def _combine(kind: str, old, val, fmt: str):
+    if fmt in numerics.EMULATED_FLOATS:
+        a, b = numerics.decode_float(old, fmt), numerics.decode_float(val, fmt)
+        return numerics.encode_float(_combine(kind, a, b, "f32"), fmt)
+    if kind in ("add", "fadd"):
+        return old + val
+    if kind in ("max", "min"):
+        return np.maximum(old, val) if kind == "max" else np.minimum(old, val)
+    if kind in ("umax", "umin"):
+        width = old.dtype.itemsize * 8
+        ua, ub = numerics.unsigned(old, width), numerics.unsigned(val, width)
+        res = np.maximum(ua, ub) if kind == "umax" else np.minimum(ua, ub)
+        return res.view(old.dtype)
+    if kind == "and":
+        return old & val
+    if kind == "or":
+        return old | val
+    if kind == "xor":
+        return old ^ val
+    if kind == "xchg":
+        return val
+    raise ValueError(kind)
+
+
+def _rounds(index):
+    """Lanes grouped into rounds: round r holds the r-th access (in lane order) to each address,
+    so the addresses within a round are distinct and one round is one vectorised step."""
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    n = index.shape[0]
+    starts = np.flatnonzero(np.r_[True, sorted_index[1:] != sorted_index[:-1]]) if n else np.zeros(0, int)
+    group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    position = np.arange(n) - group_start
+    by_round = order[np.argsort(position, kind="stable")]
+    counts = np.bincount(position) if n else np.zeros(0, int)
+    bounds = np.r_[0, np.cumsum(counts)]
+    return [by_round[bounds[r]:bounds[r + 1]] for r in range(len(counts))]
+
+
+def _atomic_lanes(mem, site, slot, ptr, mask, shapes, dtype, rank):
+    shape = np.broadcast_shapes(np.shape(ptr), *shapes, np.shape(mask) if mask is not None else ())
+    index, mask = element_index(mem, site, slot, np.broadcast_to(ptr, shape), mask,
+                                np.dtype(dtype).itemsize, rank)
+    flat = np.broadcast_to(index, shape).reshape(-1)
+    lanes = np.arange(flat.shape[0]) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+    return shape, lanes, flat[lanes]
+
+
+def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, rank):
+    if slot == DYNAMIC:
+        shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(mask) if mask is not None else ())
+        out = np.zeros(shape, dtype)
+        for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
+            part = atomic_rmw(mem, site, s, kind, ptr, value, lanes, dtype, fmt, need_old, rank)
+            out = np.where(lanes, part, out)
+        return out
+    shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value)], dtype,
+                                        rank)
+    view = mem.view(slot, dtype)
+    vals = np.broadcast_to(np.asarray(value, dtype), shape).reshape(-1)[lanes]
+    emulated = fmt in numerics.EMULATED_FLOATS
+    if not need_old and kind in _UFUNC_AT and not emulated:
+        # ufunc.at applies the updates one after another in lane order: sequential semantics.
+        _UFUNC_AT[kind].at(view, index, vals)
+        return None
+    old = np.zeros(int(np.prod(shape)), dtype)
+    if kind == "add" and view.dtype.kind in "iu":
+        # Integer addition is exactly associative: old values are an exclusive running sum per address.
+        order = np.argsort(index, kind="stable")
+        si, sv = index[order], vals[order]
+        running = np.cumsum(sv, dtype=dtype) - sv
+        starts = np.r_[True, si[1:] != si[:-1]] if si.size else np.zeros(0, bool)
+        base = np.maximum.accumulate(np.where(starts, np.arange(si.size), 0)) if si.size else si
+        old_sorted = view[si] + (running - running[base])
+        result = np.empty_like(old_sorted)
+        result[order] = old_sorted
+        np.add.at(view, index, vals)
+        old[lanes] = result
+        return old.reshape(shape)
+    for round_lanes in _rounds(index):
+        at = index[round_lanes]
+        previous = view[at]
+        view[at] = _combine(kind, previous, vals[round_lanes], fmt)
+        old[lanes[round_lanes]] = previous
+    return old.reshape(shape)
+
+
+def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank):
+    if slot == DYNAMIC:
+        shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(compare))
+        out = np.zeros(shape, dtype)
+        for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
+            part = atomic_cas(mem, site, s, ptr, compare, value, lanes, dtype, rank)
+            out = np.where(lanes, part, out)
+        return out
+    shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value), np.shape(compare)],
+                                        dtype, rank)
+    view = mem.view(slot, dtype)
+    bits = numerics.unsigned_dtype(np.dtype(dtype).itemsize * 8) if np.dtype(dtype).itemsize > 1 or \
+        np.dtype(dtype) != np.bool_ else np.uint8
+    vals = np.broadcast_to(np.asarray(value, dtype), shape).reshape(-1)[lanes]
+    cmps = np.broadcast_to(np.asarray(compare, dtype), shape).reshape(-1)[lanes]
+    old = np.zeros(int(np.prod(shape)), dtype)
+    for round_lanes in _rounds(index):
+        at = index[round_lanes]
+        previous = view[at]
+        # Compare-and-swap compares bits, as the hardware does (so NaN == NaN, -0.0 != 0.0).
+        equal = previous.view(bits) == cmps[round_lanes].view(bits)
+        view[at] = np.where(equal, vals[round_lanes], previous)
+        old[lanes[round_lanes]] = previous
+    return old.reshape(shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# block pointers and tensor descriptors: (base pointer, shape, strides, offsets) of scalars
+
+def _per_program(x, rank):
+    """A scalar component (uniform () or per-program (P,)) shaped to broadcast against (P, *block)."""
+    x = np.asarray(x)
+    return x.reshape(x.shape + (1,) * rank) if x.ndim else x
+
+
+def block_addresses(base, shape, strides, offsets, block_shape, check_dims, size):
+    """Pointers of every element of the block and the in-bounds mask over `check_dims`."""
+    rank = len(block_shape)
+    address = _per_program(base, rank).astype(np.int64)
+    mask = None
+    for d, n in enumerate(block_shape):
+        along = np.arange(n, dtype=np.int64).reshape([1] * d + [n] + [1] * (rank - 1 - d))
+        coord = _per_program(offsets[d], rank).astype(np.int64) + along
+        address = address + coord * (_per_program(strides[d], rank).astype(np.int64) * size)
+        if d in check_dims:
+            inside = (coord >= 0) & (coord < _per_program(shape[d], rank).astype(np.int64))
+            mask = inside if mask is None else mask & inside
+    return address, mask
+
+
+def combine_masks(mask, active, rank):
+    """An element mask and the per-program active mask (P,) as one mask."""
+    if active is None:
+        return mask
+    act = active.reshape(active.shape + (1,) * rank)
+    return act if mask is None else mask & act
