@@ -1,0 +1,239 @@
+"""load/store with masks, block pointers, tensor descriptors and atomics."""
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit.language as tl
+
+RNG = np.random.default_rng(7)
+
+
+@tilejit.jit
+def _masked_copy(src_ptr, dst_ptr, n, OTHER: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(src_ptr + offs, mask=offs < n, other=OTHER)
+    tl.store(dst_ptr + offs, x, mask=offs < n + 3)  # also writes the padding lanes just past n
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "float16", "uint8"])
+def test_load_mask_other_and_store_mask(device, dtype):
+    n = 37
+    src = (RNG.uniform(0, 100, n)).astype(dtype)
+    dst = device.full(48, 9, dtype)
+    _masked_copy[(3,)](device.tensor(src), dst, n, OTHER=-1 if dtype != "uint8" else 7, BLOCK=16)
+    got = device.numpy(dst)
+    np.testing.assert_array_equal(got[:n], src)
+    np.testing.assert_array_equal(got[n:n + 3], np.full(3, -1 if dtype != "uint8" else 7, dtype))
+    np.testing.assert_array_equal(got[n + 3:], np.full(48 - n - 3, 9, dtype))
+
+
+@tilejit.jit
+def _float_other_kernel(src_ptr, dst_ptr):
+    offs = tl.arange(0, 8)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < 4, other=3.0))  # other is cast to int8
+
+
+def test_other_is_cast_to_the_element_type(device):
+    dst = device.zeros(8, np.int8)
+    _float_other_kernel[(1,)](device.tensor(np.arange(8, dtype=np.int8)), dst)
+    np.testing.assert_array_equal(device.numpy(dst), [0, 1, 2, 3, 3, 3, 3, 3])
+
+
+@tilejit.jit
+def _scalar_mask_kernel(src_ptr, dst_ptr, flag):
+    offs = tl.arange(0, 8)
+    x = tl.load(src_ptr + offs, mask=flag > 0, other=0.5)
+    tl.store(dst_ptr + offs, x)
+    tl.store(dst_ptr + 8, tl.load(src_ptr + 3))  # scalar load and store
+
+
+def test_scalar_mask_and_scalar_pointer(device):
+    src = np.arange(8, dtype=np.float32)
+    for flag, expected in [(1, src), (0, np.full(8, 0.5, np.float32))]:
+        dst = device.zeros(9, np.float32)
+        _scalar_mask_kernel[(1,)](device.tensor(src), dst, flag)
+        np.testing.assert_array_equal(device.numpy(dst), np.append(expected, 3.0))
+
+
+@tilejit.jit
+def _all_masked_kernel(src_ptr, dst_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(src_ptr + offs, mask=offs < 0, other=4.0)
+    tl.store(dst_ptr + offs, x)
+    tl.store(dst_ptr + offs, x * 0 - 1.0, mask=offs > 100)  # an empty store mask writes nothing
+
+
+def test_empty_masks(device):
+    dst = device.zeros(16, np.float32)
+    _all_masked_kernel[(1,)](device.tensor(np.ones(1, np.float32)), dst)
+    np.testing.assert_array_equal(device.numpy(dst), np.full(16, 4.0, np.float32))
+
+
+@tilejit.jit
+def _block_ptr_kernel(src_ptr, dst_ptr, M, N, stride_m, stride_n, PAD: tl.constexpr,
+                      BM: tl.constexpr, BN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    src = tl.make_block_ptr(base=src_ptr, shape=(M, N), strides=(stride_m, stride_n),
+                            offsets=(pid_m * BM, pid_n * BN), block_shape=(BM, BN), order=(1, 0))
+    dst = tl.make_block_ptr(base=dst_ptr, shape=(M + 8, N + 8), strides=(N + 8, 1),
+                            offsets=(pid_m * BM, pid_n * BN), block_shape=(BM, BN), order=(1, 0))
+    if PAD == "nan":
+        x = tl.load(src, boundary_check=(0, 1), padding_option="nan")
+    else:
+        x = tl.load(src, boundary_check=(0, 1), padding_option="zero")
+    tl.store(dst, x, boundary_check=(0, 1))
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_block_pointer_boundary_check_and_padding(device, pad):
+    M, N = 10, 13
+    src = RNG.standard_normal((M, N)).astype(np.float32)
+    dst = device.full((M + 8, N + 8), 5.0, np.float32)
+    _block_ptr_kernel[(2, 2)](device.tensor(src), dst, M, N, N, 1, PAD=pad, BM=8, BN=8)
+    got = device.numpy(dst)
+    np.testing.assert_array_equal(got[:M, :N], src)
+    fill = 0.0 if pad == "zero" else np.nan
+    # the padded lanes of the loaded blocks reach the (larger) destination
+    np.testing.assert_array_equal(got[M:16, :16], np.full((16 - M, 16), fill, np.float32))
+    np.testing.assert_array_equal(got[:M, N:16], np.full((M, 16 - N), fill, np.float32))
+    np.testing.assert_array_equal(got[16:, :], 5.0)
+
+
+@tilejit.jit
+def _block_ptr_advance_kernel(src_ptr, out_ptr, M, K, BM: tl.constexpr, BK: tl.constexpr):
+    # row sums of a M x K matrix, walking K with tl.advance
+    ptr = tl.make_block_ptr(src_ptr, shape=(M, K), strides=(K, 1), offsets=(0, 0), block_shape=(BM, BK),
+                            order=(1, 0))
+    acc = tl.zeros((BM,), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BK)):
+        acc += tl.sum(tl.load(ptr, boundary_check=(0, 1)), axis=1)
+        ptr = tl.advance(ptr, (0, BK))
+    out = tl.make_block_ptr(out_ptr, shape=(M,), strides=(1,), offsets=(0,), block_shape=(BM,), order=(0,))
+    tl.store(out, acc, boundary_check=(0,))
+
+
+def test_block_pointer_advance(device):
+    M, K = 6, 37
+    src = RNG.standard_normal((M, K)).astype(np.float32)
+    out = device.zeros(M, np.float32)
+    _block_ptr_advance_kernel[(1,)](device.tensor(src), out, M, K, BM=8, BK=16)
+    np.testing.assert_allclose(device.numpy(out), src.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@tilejit.jit
+def _descriptor_kernel(src_ptr, dst_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    x = src.load([off_m, off_n])  # out-of-bounds elements read as zero
+    dst.store([off_m, off_n], x * 2 + 1)  # and out-of-bounds elements are not written
+
+
+def test_tensor_descriptor_load_store(device):
+    M, N = 20, 24
+    src = RNG.standard_normal((M, N)).astype(np.float32)
+    dst = device.zeros((M, N), np.float32)
+    _descriptor_kernel[(2, 2)](device.tensor(src), dst, M, N, BM=16, BN=16)
+    np.testing.assert_allclose(device.numpy(dst), src * 2 + 1, rtol=1e-6)
+
+
+@tilejit.jit
+def _descriptor_functions_kernel(src_ptr, out_ptr, BM: tl.constexpr):
+    desc = tl.make_tensor_descriptor(src_ptr, shape=[5], strides=[1], block_shape=[BM])
+    x = tl.load_tensor_descriptor(desc, [0])
+    tl.store(out_ptr + tl.arange(0, BM), x)
+    tl.store_tensor_descriptor(desc, [0], x + 100)
+
+
+def test_tensor_descriptor_free_functions_pad_with_zero(device):
+    src = device.tensor(np.arange(1, 6, dtype=np.float32))
+    out = device.full(8, -1.0, np.float32)
+    _descriptor_functions_kernel[(1,)](src, out, BM=8)
+    np.testing.assert_array_equal(device.numpy(out), [1, 2, 3, 4, 5, 0, 0, 0])
+    np.testing.assert_array_equal(device.numpy(src), [101, 102, 103, 104, 105])
+
+
+@tilejit.jit
+def _atomic_kernel(ptr, val_ptr, old_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    val = tl.load(val_ptr + pid * BLOCK + offs, mask=mask)
+    if OP == "add":
+        old = tl.atomic_add(ptr + offs, val, mask=mask)
+    elif OP == "max":
+        old = tl.atomic_max(ptr + offs, val, mask=mask, sem="acq_rel", scope="gpu")
+    elif OP == "min":
+        old = tl.atomic_min(ptr + offs, val, mask=mask, sem="relaxed")
+    elif OP == "and":
+        old = tl.atomic_and(ptr + offs, val, mask=mask)
+    elif OP == "or":
+        old = tl.atomic_or(ptr + offs, val, mask=mask)
+    elif OP == "xor":
+        old = tl.atomic_xor(ptr + offs, val, mask=mask, scope="cta")
+    else:
+        old = tl.atomic_xchg(ptr + offs, val, mask=mask)
+    tl.store(old_ptr + pid * BLOCK + offs, old, mask=mask)
+
+
+@pytest.mark.parametrize("op,dtype", [("add", "int32"), ("add", "float32"), ("max", "int32"), ("max", "float32"),
+                                      ("min", "int32"), ("min", "uint32"), ("and", "int32"), ("or", "int64"),
+                                      ("xor", "int32"), ("xchg", "int32")])
+def test_atomic_rmw(device, op, dtype):
+    programs, block, n = 4, 16, 13
+    if np.dtype(dtype).kind == "f":
+        vals = RNG.integers(-50, 50, (programs, block)).astype(dtype)  # exact sums in any order
+    else:
+        vals = RNG.integers(0 if dtype.startswith("u") else -50, 1 << 12, (programs, block)).astype(dtype)
+    init = RNG.integers(0, 40, block).astype(dtype)
+    target = device.tensor(init)
+    old = device.zeros((programs, block), dtype)
+    _atomic_kernel[(programs,)](target, device.tensor(vals), old, n, OP=op, BLOCK=block)
+    got, old = device.numpy(target), device.numpy(old)
+    reduce = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
+              "xor": np.bitwise_xor}
+    if op == "xchg":
+        # the final value is one of the exchanged values, and the old values plus it are a permutation
+        for j in range(n):
+            chain = sorted(list(old[:, j]) + [got[j]])
+            assert chain == sorted(list(vals[:, j]) + [init[j]])
+    else:
+        expected = reduce[op].reduce(np.concatenate([init[None, :n], vals[:, :n]]), axis=0)
+        np.testing.assert_array_equal(got[:n], expected)
+        # the first update of each lane saw the initial value
+        assert all(init[j] in old[:, j] for j in range(n))
+    np.testing.assert_array_equal(got[n:], init[n:])  # masked lanes untouched
+
+
+@tilejit.jit
+def _atomic_counter_kernel(counter_ptr, tickets_ptr):
+    pid = tl.program_id(0)
+    ticket = tl.atomic_add(counter_ptr, 1)
+    tl.store(tickets_ptr + pid, ticket)
+
+
+def test_scalar_atomic_add_hands_out_unique_tickets(device):
+    counter, tickets = device.zeros(1, np.int32), device.zeros(32, np.int32)
+    _atomic_counter_kernel[(32,)](counter, tickets)
+    assert device.numpy(counter)[0] == 32
+    assert sorted(device.numpy(tickets).tolist()) == list(range(32))
+
+
+@tilejit.jit
+def _cas_kernel(lock_ptr, out_ptr):
+    pid = tl.program_id(0)
+    old = tl.atomic_cas(lock_ptr, 0, pid + 1)
+    tl.store(out_ptr + pid, old)
+
+
+def test_atomic_cas_only_first_wins(device):
+    lock, out = device.zeros(1, np.int32), device.zeros(8, np.int32)
+    _cas_kernel[(8,)](lock, out)
+    winner = device.numpy(lock)[0]
+    old = device.numpy(out)
+    assert 1 <= winner <= 8
+    assert old[winner - 1] == 0  # the winner saw the unlocked value
+    assert np.count_nonzero(old == 0) == 1 and np.all(old[old != 0] == winner)
