@@ -18,6 +18,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 def filecheck(text: str, checks: str) -> None:
+    pytest.importorskip("filecheck", reason="the filecheck package is not installed")
     with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
         f.write(checks)
     try:

@@ -54,6 +54,31 @@ class NvidiaISA(TargetISA):
         return call_intrinsic(builder, "llvm.nvvm.shfl.sync.bfly.i32", I32,
                               [full, value_i32, llir.Constant(I32, lane_mask), llir.Constant(I32, 0x1F)])
 
+    def printf(self, builder: llir.IRBuilder, fmt: str, args) -> None:
+        """CUDA's device printf: `vprintf(format, packed arguments)`, the arguments laid out as a
+        struct in a stack buffer (allocated in the entry block, so loops do not grow the stack)."""
+        module = builder.module
+        data = bytearray(fmt.encode("utf-8")) + b"\0"
+        arr_ty = llir.ArrayType(llir.IntType(8), len(data))
+        glob = llir.GlobalVariable(module, arr_ty, module.get_unique_name("printf_format"), addrspace=1)
+        glob.global_constant = True
+        glob.linkage = "internal"
+        glob.initializer = llir.Constant(arr_ty, data)
+        generic = llir.PointerType()
+        fmt_ptr = builder.addrspacecast(glob, generic)
+        struct_ty = llir.LiteralStructType([a.type for a in args])
+        entry = builder.function.entry_basic_block
+        at_entry = llir.IRBuilder(entry)
+        at_entry.position_at_start(entry)
+        buffer = at_entry.alloca(struct_ty)
+        buffer.type = llir.PointerType()   # opaque, so fields are addressed by gep over struct_ty
+        for i, a in enumerate(args):
+            builder.store(a, builder.gep(buffer, [llir.Constant(I32, 0), llir.Constant(I32, i)],
+                                         source_etype=struct_ty))
+        vprintf = module.globals.get("vprintf") or llir.Function(
+            module, llir.FunctionType(I32, [generic, generic]), "vprintf")
+        builder.call(vprintf, [fmt_ptr, buffer])
+
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
         suffix = type_suffix(type_)
         if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):

@@ -118,7 +118,8 @@ class AxisAnalysis:
             return AxisInfo((shape[0],), (_pow2_divisor(op.attrs.get("start", 0)),), (1,))
         if name == "tt.splat":
             return AxisInfo((1,) * rank, (ins[0].divisibility[0],) * rank, tuple(shape))
-        if name == "ttg.convert_layout":
+        if name in ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci"):
+            # Widening keeps every property; truncation keeps them for the index ranges tensors have.
             return ins[0]
         if name == "tt.get_program_id" or name == "tt.get_num_programs":
             return AxisInfo((1,), (1,), (1,))
@@ -151,6 +152,11 @@ class AxisAnalysis:
             if name == "arith.muli":
                 div = tuple(min(x * y, MAX_DIV) for x, y in zip(a.divisibility, b.divisibility))
                 return AxisInfo((1,) * rank, div, tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
+            if name in ("arith.remsi", "arith.remui") and all(b.constancy[i] == shape[i] for i in range(rank)):
+                # x % n with n the same everywhere: runs of x stay contiguous within multiples of n.
+                return AxisInfo(tuple(gcd(a.contiguity[i], b.divisibility[i]) for i in range(rank)),
+                                tuple(gcd(a.divisibility[i], b.divisibility[i]) for i in range(rank)),
+                                a.constancy)
             if name in ("arith.cmpi",):
                 # x + [0, c) against n: aligned groups of gcd(c, div(x), div(n)) compare alike.
                 k = []

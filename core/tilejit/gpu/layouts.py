@@ -163,14 +163,14 @@ class DotOperandEncoding(DistributedEncoding):
         raise CompilationError(f"no dot operand layout for parent {self.parent}")
 
     def _fma_operand(self, shape) -> LinearLayout:
-        """FMA dot: each thread holds whole K rows/columns for the M/N elements it owns in C."""
-        m_or_n = 0 if self.op_idx == 0 else 1   # the dim shared with C
-        k_dim = 1 - m_or_n
-        c_shape = [0, 0]
-        c_shape[m_or_n] = shape[m_or_n]
-        c_shape[1 - m_or_n] = 1
+        """FMA dot: each thread holds whole K rows/columns for the M/N elements it owns in C (any
+        leading batch dims are placed as in C)."""
+        rank = len(shape)
+        k_dim = rank - 1 if self.op_idx == 0 else rank - 2
+        c_shape = list(shape)
+        c_shape[k_dim] = 1     # C's layout, with the dim this operand lacks (N for A, M for B) of size 1
         parent = self.parent.to_linear(tuple(c_shape))
-        k_regs = [tuple((1 << b) if d == k_dim else 0 for d in range(2))
+        k_regs = [tuple((1 << b) if d == k_dim else 0 for d in range(rank))
                   for b in range(log2_exact(shape[k_dim]))]
         return LinearLayout(tuple(shape), tuple(parent.registers) + tuple(k_regs), parent.lanes, parent.warps)
 

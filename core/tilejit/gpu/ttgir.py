@@ -2,6 +2,8 @@
 Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
 
 The passes, in order (each has a `name`, so a dump says which did what):
+0. `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
+   become tensors of pointers with masks.
 1. `tritongpu-coalesce-anchors`: the axis analysis picks, per tensor rank, the blocked layout of the
    widest memory access (its most contiguous dim first, `sizePerThread` = the proven vector width),
    so global loads/stores become 128-bit where the data allows.
@@ -24,6 +26,7 @@ from ..errors import CompilationError
 from ..ir import ops as op_registry
 from .axis_info import AxisAnalysis, access_order, vector_width
 from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
+from .tensor_pointers import rewrite_tensor_pointers
 
 # New TTGIR ops, appended to the registry (one line each).
 for _name, _traits in (("ttg.convert_layout", {"elementwise": False}),):
@@ -167,6 +170,21 @@ class LayoutAssignment:
 
     def _want_operands(self, op: ir.Operation) -> None:
         name = op.name
+        if name == "tt.reduce" and op.results and _is_tensor(op.results[0]):
+            # A reduction's result layout is, by construction, its operand's layout sliced along the
+            # axis; users that want another layout get a conversion. A slice already wanted by a
+            # user (expand_dims) picks the operand's layout, so that no conversion is needed.
+            axis = op.attrs["axis"]
+            asked = self.fixed.get(id(op.results[0])) or self.wanted.get(id(op.results[0]))
+            if isinstance(asked, SliceEncoding) and asked.dim == axis:
+                for v in op.operands:
+                    self.want(v, asked.parent)
+            src_enc = self.decide(op.operands[0])
+            for v in op.operands[1:]:
+                self.want(v, src_enc)
+            for r in op.results:
+                self.fixed[id(r)] = SliceEncoding(axis, src_enc)
+            return
         res = self.decide(op.results[0]) if op.results and _is_tensor(op.results[0]) else None
         if name == "tt.expand_dims" and res is not None:
             self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))
@@ -226,6 +244,8 @@ class LayoutAssignment:
             return SliceEncoding(op.attrs["axis"], res_enc)
         if name == "tt.broadcast":
             return res_enc
+        if name == "tt.gather":   # each thread reads the source elements its own indices name
+            return res_enc if idx == 1 else None
         if name == "tt.reduce" or name == "tt.scan":
             return self.decide(op.operands[0]) if idx else None
         if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas"):
@@ -275,13 +295,14 @@ class LayoutAssignment:
         self.func.attrs["ttg.threads_per_warp"] = self.cfg.warp_size
 
 
-PASSES = ("tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul", "tritongpu-assign-layouts")
+PASSES = ("tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul", "tritongpu-assign-layouts")
 
 
 def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
     """Run the TTGIR passes on `module` (in place) and return it."""
     if cfg.warp_size & (cfg.warp_size - 1) or cfg.num_warps & (cfg.num_warps - 1):
         raise CompilationError("num_warps and the warp size must be powers of two")
+    rewrite_tensor_pointers(module)
     for func in module.functions:
         LayoutAssignment(func, cfg).run()
     ir.verify(module)

@@ -34,11 +34,12 @@ def _lower_fma(self, op):
     out_t = op.result.type
     is_int = isinstance(ir.element_type(out_t), ir.IntType)
     out = []
-    for r, (m, n) in enumerate(self.layout(out_t).register_offsets()):
+    for r, off in enumerate(self.layout(out_t).register_offsets()):
+        batch, (m, n) = tuple(off[:-2]), off[-2:]
         acc = to_compute(self.b, c_vals[r], out_t)
         for k in range(K):
             try:
-                x, y = a_vals[a_at[(m, k)]], b_vals[b_at[(k, n)]]
+                x, y = a_vals[a_at[batch + (m, k)]], b_vals[b_at[batch + (k, n)]]
             except KeyError:
                 raise CompilationError.at(op.loc, "internal: dot operand layout does not hold the needed elements") from None
             if is_int:

@@ -234,10 +234,17 @@ class FunctionLowering(TensorOps):
                     yielded = [self.get(v) for v in block.ops[-1].operands]
                 elif block.ops:
                     self.lower_op(block.ops[-1])
-            arms.append((self.b.block, yielded))
             if not self.b.block.is_terminated:
+                arms.append((self.b.block, yielded))
                 self.b.branch(merge)
         self.b.position_at_end(merge)
+        if not arms:   # both arms returned
+            self.b.unreachable()
+            fn_rest = fn.append_basic_block("if.after_return")
+            self.b.position_at_end(fn_rest)
+            for r in op.results:
+                self.set(r, [llir.Constant(llvm_type(r.type), None)] * layout_of(r.type).num_registers)
+            return
         for k, r in enumerate(op.results):
             phis = []
             for i, v in enumerate(arms[0][1][k]):
@@ -287,10 +294,9 @@ class FunctionLowering(TensorOps):
             self.set(r, vals)
 
     def lower_return(self, op: ir.Operation) -> None:
-        if op.parent is self.func.regions[0].blocks[0]:
-            self.b.ret_void()
-            return
-        raise CompilationError.at(op.loc, "an early return inside control flow is not supported on GPU yet")
+        # Also an early return inside scf.if: the threads that take it leave the kernel (as in Triton,
+        # a later barrier must not wait for them; the frontend keeps returns uniform per program).
+        self.b.ret_void()
 
     def lower_call(self, op: ir.Operation) -> None:
         """Device functions are inlined: their body is lowered with the call's operands as arguments."""

@@ -13,6 +13,7 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..isa import F32, call_intrinsic, declare
+from .float_formats import decode_to_f32, encode_from_f32, f32_to_f16_toward_zero
 
 _INT_BINARY = {
     "arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
@@ -53,37 +54,21 @@ def is_storage_float(t) -> bool:
     return isinstance(e, ir.FloatType) and e.name not in ("f16", "f32", "f64")
 
 
-def bf16_to_f32(b: llir.IRBuilder, v):
-    wide = b.shl(b.zext(v, llir.IntType(32)), llir.Constant(llir.IntType(32), 16))
-    return b.bitcast(wide, F32)
-
-
-def f32_to_bf16(b: llir.IRBuilder, v):
-    """Round to nearest even; NaN stays NaN (quiet bit forced)."""
-    i32 = llir.IntType(32)
-    bits = b.bitcast(v, i32)
-    lsb = b.and_(b.lshr(bits, llir.Constant(i32, 16)), llir.Constant(i32, 1))
-    rounded = b.add(bits, b.add(llir.Constant(i32, 0x7FFF), lsb))
-    is_nan = b.fcmp_unordered("uno", v, v)
-    quiet = b.or_(bits, llir.Constant(i32, 0x400000))
-    chosen = b.select(is_nan, quiet, rounded)
-    return b.trunc(b.lshr(chosen, llir.Constant(i32, 16)), llir.IntType(16))
-
-
 def to_compute(b, v, t):
-    """Value of IR element type `t` in a type LLVM computes with (bf16 -> f32)."""
-    e = ir.element_type(t)
-    if isinstance(e, ir.FloatType) and e.name == "bf16":
-        return bf16_to_f32(b, v)
+    """Value of IR element type `t` in a type LLVM computes with (bf16 and fp8 -> f32)."""
     if is_storage_float(t):
-        raise CompilationError(f"arithmetic on {e} is not supported by the GPU lowering; convert first")
+        return decode_to_f32(b, v, ir.element_type(t).name)
     return v
 
 
-def from_compute(b, v, t):
-    e = ir.element_type(t)
-    if isinstance(e, ir.FloatType) and e.name == "bf16":
-        return f32_to_bf16(b, v)
+def from_compute(b, v, t, rounding: str = "rtne"):
+    """The inverse of `to_compute`: an f32 (or wider) result stored as bf16/fp8 bits."""
+    if is_storage_float(t):
+        if str(v.type) == "double":
+            v = b.fptrunc(v, F32)
+        elif str(v.type) == "half":
+            v = b.fpext(v, F32)
+        return encode_from_f32(b, v, ir.element_type(t).name, rounding)
     return v
 
 
@@ -240,7 +225,7 @@ class ScalarLowering:
         if name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp",
                     "arith.fptosi", "arith.fptoui", "arith.extf", "arith.truncf", "arith.bitcast",
                     "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.fp_to_fp"):
-            return self.cast(b, name, args[0], op.operands[0].type, res_t)
+            return self.cast(b, name, args[0], op.operands[0].type, res_t, op.attrs.get("rounding") or "rtne")
         # Float ops: bf16 is computed in f32.
         src_t = op.operands[0].type if op.operands else res_t
         if name == "arith.cmpf":
@@ -263,7 +248,7 @@ class ScalarLowering:
         del src_t
         return from_compute(b, out, res_t)
 
-    def cast(self, b, name, v, src_t, dst_t):
+    def cast(self, b, name, v, src_t, dst_t, rounding: str = "rtne"):
         dst = llvm_type(dst_t)
         if name in ("arith.extsi",):
             return b.sext(v, dst)
@@ -279,11 +264,13 @@ class ScalarLowering:
             return b.inttoptr(v, dst)
         if name == "tt.ptr_to_int":
             return b.ptrtoint(v, dst)
-        # Float conversions go through f32 for bf16.
+        # Float conversions go through f32 for bf16 and fp8.
         src_e, dst_e = ir.element_type(src_t), ir.element_type(dst_t)
         if isinstance(src_e, ir.FloatType):
             v = to_compute(b, v, src_t)
-        compute_dst = F32 if (isinstance(dst_e, ir.FloatType) and dst_e.name == "bf16") else dst
+        compute_dst = F32 if is_storage_float(dst_t) else dst
+        if rounding == "rtz" and isinstance(dst_e, ir.FloatType) and dst_e.name == "f16" and str(v.type) == "float":
+            return f32_to_f16_toward_zero(b, v)
         if name == "arith.sitofp":
             out = b.sitofp(v, compute_dst)
         elif name == "arith.uitofp":
@@ -301,7 +288,7 @@ class ScalarLowering:
             else:
                 out = b.fptrunc(v, compute_dst)
         if isinstance(dst_e, ir.FloatType):
-            out = from_compute(b, out, dst_t)
+            out = from_compute(b, out, dst_t, rounding)
         return out
 
 

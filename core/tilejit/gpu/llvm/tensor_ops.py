@@ -11,7 +11,7 @@ from ... import ir
 from ...errors import CompilationError
 from ..axis_info import vector_width
 from ..isa import I32
-from .scalar_ops import llvm_type
+from .scalar_ops import from_compute, is_storage_float, llvm_type, to_compute
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -35,6 +35,7 @@ class TensorOps:
         "tt.atomic_rmw": "lower_atomic_rmw", "tt.atomic_cas": "lower_atomic_cas",
         "tt.reduce": "lower_reduce", "tt.scan": "lower_scan", "tt.dot": "lower_dot",
         "tt.assert": "lower_assert", "tt.assume": "lower_nothing", "gpu.barrier": "lower_barrier",
+        "tt.histogram": "lower_histogram", "tt.gather": "lower_gather", "tt.print": "lower_print",
     }
 
     # --- creation ------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ class TensorOps:
             if all(off in by_offset for off in dst.register_offsets()):
                 self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
                 return
-        self._remap(op, [op.operands[0]], lambda c: (0, c))
+        self.set(op.result, self.convert_through_shared(op.operands[0], op.result.type))
 
     def lower_reshape(self, op):
         src_shape = op.operands[0].type.shape
@@ -369,8 +370,43 @@ class TensorOps:
             raise CompilationError.at(op.loc, f"unknown atomic op {kind!r}")
         ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
         ptrs, vals = self.get(op.operands[0]), self.get(op.operands[1])
+        elem_t = ir.element_type(op.result.type)
+        if is_storage_float(elem_t):
+            # bf16 has no LLVM type here (it is kept as i16): a compare-and-swap loop on the bits.
+            if kind not in ("fadd", "xchg"):
+                raise CompilationError.at(op.loc, f"atomic {kind} is not supported for {elem_t}")
+            if kind == "xchg":
+                self._atomic_each(op, lambda i: self.b.atomic_rmw("xchg", ptrs[i], vals[i if len(vals) > 1 else 0],
+                                                                  ordering))
+                return
+            t = op.result.type
+
+            def combine(old, i):
+                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, vals[i if len(vals) > 1 else 0], t))
+                return from_compute(self.b, total, t)
+            self._atomic_each(op, lambda i: self._cas_loop(ptrs[i], lambda old: combine(old, i), ordering))
+            return
         self._atomic_each(op, lambda i: self.b.atomic_rmw(self._RMW[kind], ptrs[i], vals[i if len(vals) > 1 else 0],
                                                           ordering))
+
+    def _cas_loop(self, ptr, combine, ordering):
+        """Atomically replace *ptr (an integer) by combine(old); returns old."""
+        elem = llvm_type(ir.IntType(16))
+        first = self.b.load(ptr, typ=elem, align=2)
+        fn = self.b.block.function
+        pre = self.b.block
+        loop = fn.append_basic_block("cas.loop")
+        done = fn.append_basic_block("cas.done")
+        self.b.branch(loop)
+        self.b.position_at_end(loop)
+        old = self.b.phi(elem)
+        old.add_incoming(first, pre)
+        pair = self.b.cmpxchg(ptr, old, combine(old), ordering, "monotonic")
+        seen = self.b.extract_value(pair, 0)
+        old.add_incoming(seen, loop)
+        self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
+        self.b.position_at_end(done)
+        return seen
 
     def lower_atomic_cas(self, op):
         ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
@@ -406,3 +442,5 @@ class TensorOps:
 
     from .reductions import lower_reduce, lower_scan, _combine_region, _shuffle   # noqa: E402
     from .dot import lower_dot   # noqa: E402
+    from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
+    from .convert import convert_through_shared   # noqa: E402

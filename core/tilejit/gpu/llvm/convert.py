@@ -1,0 +1,113 @@
+"""Layout conversion through shared memory, vectorized and padded (a method of `FunctionLowering`).
+
+The tensor is written to shared memory by its source layout and read back by the destination
+layout. Two things make that fast:
+- the *inner* dim of the shared buffer is the destination's most contiguous dim (the side that reads
+  more often: dot operands are read by several warps), so runs of registers that are consecutive
+  along it move as one vector access of up to 16 bytes, on both sides when the layouts agree;
+- each inner row is padded by 16 bytes, so the rows that the lanes of a warp touch at once start in
+  different banks (a 128-byte row would otherwise put every row in the same banks: an 8-way
+  conflict for mma fragments) while vector accesses stay aligned.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llir
+
+from ..isa import I32
+from ..linear_layout import LinearLayout
+from .scalar_ops import llvm_type
+
+I1 = llir.IntType(1)
+I8 = llir.IntType(8)
+
+
+def _bits(ty) -> int:
+    return ty.width if isinstance(ty, llir.IntType) else {"half": 16, "float": 32, "double": 64}[str(ty)]
+
+
+def _run_length(layout: LinearLayout, dim: int, max_vec: int) -> int:
+    """Registers that can move as one vector along `dim`: consecutive low registers, and every other
+    base a multiple of the run along `dim` (so a run starts at an aligned coordinate)."""
+    vec = min(layout.contiguous_registers(dim), max_vec)
+    while vec > 1:
+        low = vec.bit_length() - 1
+        others = list(layout.registers[low:]) + list(layout.lanes) + list(layout.warps)
+        if all(b[dim] % vec == 0 for b in others):
+            return vec
+        vec //= 2
+    return 1
+
+
+def _inner_dim(layout: LinearLayout) -> int:
+    best, best_len = layout.rank - 1, 1
+    for d in reversed(range(layout.rank)):
+        n = layout.contiguous_registers(d)
+        if n > best_len:
+            best, best_len = d, n
+    return best
+
+
+def convert_through_shared(self, src_value, dst_type):
+    """The registers of `dst_type`'s layout holding the tensor `src_value` (any two layouts)."""
+    src_t = src_value.type
+    shape = src_t.shape
+    rank = len(shape)
+    src, dst = self.layout(src_t), self.layout(dst_type)
+    elem = llvm_type(src_t)
+    store_ty = I8 if elem == I1 else elem
+    elem_bytes = max(1, _bits(store_ty) // 8)
+    max_vec = max(1, 16 // elem_bytes)
+    inner = _inner_dim(dst) if rank else 0
+    outer = [d for d in range(rank) if d != inner]
+    pad = max_vec if rank > 1 and shape[inner] * elem_bytes >= 64 else 0
+    pitch = shape[inner] + pad if rank else 1
+    rows = 1
+    for d in outer:
+        rows *= shape[d]
+    self.smem_base(rows * pitch * elem_bytes)
+
+    def index(coords):
+        idx = None
+        for d in outer:
+            idx = coords[d] if idx is None else self.b.add(self.b.mul(idx, llir.Constant(I32, shape[d])), coords[d])
+        inner_c = coords[inner] if rank else llir.Constant(I32, 0)
+        if idx is None:
+            return inner_c
+        return self.b.add(self.b.mul(idx, llir.Constant(I32, pitch)), inner_c)
+
+    values = self.get(src_value)
+    self.isa.barrier(self.b)
+    vec = _run_length(src, inner, max_vec) if rank else 1
+    src_coords = self.element_coords(src)
+    # Replicated registers (zero register bases) would only write the same value twice: skip them.
+    written = set()
+    for r0 in range(0, len(values), vec):
+        key = src.register_offsets()[r0]
+        if key in written:
+            continue
+        written.add(key)
+        ptr = self.smem_ptr(store_ty, index(src_coords[r0]))
+        run = [self.b.zext(v, I8) if elem == I1 else v for v in values[r0:r0 + vec]]
+        if vec == 1:
+            self.b.store(run[0], ptr, align=elem_bytes)
+            continue
+        vty = llir.VectorType(store_ty, vec)
+        packed = llir.Constant(vty, None)
+        for i, v in enumerate(run):
+            packed = self.b.insert_element(packed, v, llir.Constant(I32, i))
+        self.b.store(packed, ptr, align=elem_bytes * vec)
+    self.isa.barrier(self.b)
+    out = []
+    vec = _run_length(dst, inner, max_vec) if rank else 1
+    dst_coords = self.element_coords(dst)
+    for r0 in range(0, dst.num_registers, vec):
+        ptr = self.smem_ptr(store_ty, index(dst_coords[r0]))
+        if vec == 1:
+            loaded = [self.b.load(ptr, typ=store_ty, align=elem_bytes)]
+        else:
+            vty = llir.VectorType(store_ty, vec)
+            whole = self.b.load(ptr, typ=vty, align=elem_bytes * vec)
+            loaded = [self.b.extract_element(whole, llir.Constant(I32, i)) for i in range(vec)]
+        out.extend(self.b.trunc(v, I1) if elem == I1 else v for v in loaded)
+    self.isa.barrier(self.b)
+    return out
