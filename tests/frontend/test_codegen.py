@@ -191,7 +191,8 @@ CHECK: arith.divsi
 CHECK: arith.remsi
 CHECK: arith.shrui
 CHECK: arith.extui {{.*}} (tensor<16xi1>) -> (tensor<16xi32>)
-CHECK: arith.fptosi {{.*}} (tensor<16xf16>) -> (tensor<16xi32>)
+CHECK: arith.extf {{.*}} (tensor<16xf16>) -> (tensor<16xf32>)
+CHECK-NEXT: arith.fptosi {{.*}} (tensor<16xf32>) -> (tensor<16xi32>)
 """)
 
 

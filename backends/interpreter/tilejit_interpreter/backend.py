@@ -16,7 +16,7 @@ from .codegen import generate_program
 from .launcher import DEFAULT_MAX_BATCH_ELEMENTS, InterpreterLauncher
 
 # Bumped whenever the generated programs change for the same TTIR (part of the cache key).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 INTERPRETER_TARGET = GPUTarget("interpreter", "numpy", 1)
 
 

@@ -113,6 +113,9 @@ class ProgramGenerator(ValueOpsMixin):
     def function(self, func: ir.Operation, fname: str, analysis: Analysis, act: Optional[str]) -> None:
         self.analysis = analysis
         self.names: Dict[ir.Value, str] = {}
+        # addptr results only loaded or stored through: value -> (scalar base pointer, offsets).
+        self.fused_pointers: Dict[ir.Value, tuple] = {}
+        self.index_offsets: Dict[tuple, ir.Value] = {}  # (offsets, block) -> offsets as intp
         self.lines: List[str] = []
         self.indent = 1
         self.act = act
@@ -417,6 +420,12 @@ class ProgramGenerator(ValueOpsMixin):
             return
         mask = op.operands[1] if len(op.operands) > 1 else None
         other = self.name(op.operands[2]) if len(op.operands) > 2 else "None"
+        fused = self.fused_pointers.get(ptr)
+        if fused is not None:
+            base, offsets = fused
+            self.define(r, f"rt.load_offsets(mem, {site}, {slot}, {self.name(base)}, {self.name(offsets)}, "
+                           f"{self.masked(mask, len(shape))}, {other}, {dtype}, {shape}, P, {is_bool})", op)
+            return
         self.define(r, f"rt.load(mem, {site}, {slot}, {self.name(ptr)}, {self.masked(mask, len(shape))}, "
                        f"{other}, {dtype}, {shape}, P, {is_bool}, {self.analysis.is_aligned(ptr)})", op)
 
@@ -431,6 +440,12 @@ class ProgramGenerator(ValueOpsMixin):
                       f"{shape}, {check}, {dtype}, {self.act_expr()})" + self.where(op))
             return
         mask = op.operands[2] if len(op.operands) > 2 else None
+        fused = self.fused_pointers.get(ptr)
+        if fused is not None:
+            base, offsets = fused
+            self.emit(f"rt.store_offsets(mem, {site}, {slot}, {self.name(base)}, {self.name(offsets)}, "
+                      f"{self.name(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape})" + self.where(op))
+            return
         self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.name(value)}, "
                   f"{self.masked(mask, len(shape))}, {dtype}, {shape}, {self.analysis.is_aligned(ptr)})"
                   + self.where(op))

@@ -347,7 +347,32 @@ class ValueOpsMixin:
     def op_tt_addptr(self, op) -> None:
         ptr, offset = op.operands
         size = np.dtype(nx.memory_dtype(ir.element_type(ptr.type).pointee)).itemsize
+        base = self.fusable_base(op)
+        if base is not None:
+            # Never materialised: each load/store through it gets the base and the offsets, the
+            # offsets as intp (NumPy's index type) once per block for all the accesses that share them.
+            key = (offset, op.parent)
+            if key not in self.index_offsets:
+                converted = ir.Value(offset.type)
+                self.define(converted, f"rt.as_index({self.name(offset)})", op)
+                self.index_offsets[key] = converted
+            self.fused_pointers[op.results[0]] = (base, self.index_offsets[key])
+            return
         self.define(op.results[0], f"rt.addptr({self.name(ptr)}, {self.name(offset)}, {size})", op)
+
+    def fusable_base(self, op):
+        """The scalar pointer `s` of `addptr(splat(s), offsets)` when the result is only the pointer
+        operand of loads and stores and `s` points into a known argument at a whole element."""
+        ptr, r = op.operands[0], op.results[0]
+        splat = ptr.owner
+        if not isinstance(splat, ir.Operation) or splat.name != "tt.splat" or not ir.shape_of(r.type):
+            return None
+        base = splat.operands[0]
+        if self.analysis.slot(base) < 0 or not self.analysis.is_aligned(base) or not r.uses:
+            return None
+        if any(use.name not in ("tt.load", "tt.store") or index != 0 for use, index in r.uses):
+            return None
+        return base
 
     def check_type_supported(self, op) -> None:
         for v in list(op.operands) + list(op.results):

@@ -24,6 +24,9 @@ from . import numerics
 SLOT_SHIFT = 40
 OFFSET_BIAS = 1 << 39
 DYNAMIC = -1
+_EMPTY = np.zeros(0, np.uint8)
+_INT64 = np.int64
+_NO_PIDS = (np.zeros(1, np.int32),) * 3
 
 
 def slot_base(slot: int) -> int:
@@ -32,7 +35,11 @@ def slot_base(slot: int) -> int:
 
 
 class Memory:
-    """The arguments of one launch as byte buffers, plus what error messages need."""
+    """The arguments of one launch as flat buffers, plus what error messages need.
+
+    A buffer is a flat array over the argument's whole allocation: bytes (uint8), or, for a
+    C-contiguous NumPy array, the array itself flattened (no byte round trip on the launch path).
+    """
 
     __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid")
 
@@ -40,26 +47,39 @@ class Memory:
         self.kernel = kernel
         self.sites = sites          # site index -> (Location, what)
         self.names = ["<null>"]     # slot -> parameter name; slot 0 means "no argument"
-        self.buffers = [np.zeros(0, np.uint8)]
+        self.buffers = [_EMPTY]
         self.nbytes = [0]
         self.starts = [0]           # byte offset of the argument's first element in its allocation
         self.views = {}
-        self.pids = (np.zeros(1, np.int32),) * 3
+        self.pids = _NO_PIDS
         self.grid = (1, 1, 1)
 
     def add(self, name: str, buffer: np.ndarray, start: int) -> int:
-        """Register an allocation (a flat uint8 array); return the pointer the kernel receives."""
+        """Register an allocation (a flat array); return the pointer the kernel receives."""
         self.names.append(name)
         self.buffers.append(buffer)
-        self.nbytes.append(buffer.shape[0])
+        self.nbytes.append(buffer.nbytes)
         self.starts.append(start)
-        return slot_base(len(self.names) - 1) + start
+        slot = len(self.names) - 1
+        # The typed view most accesses ask for is the buffer itself.
+        self.views[(slot, buffer.dtype.type)] = buffer
+        return slot_base(slot) + start
+
+    def add_scalar(self, name: str) -> None:
+        """Hold the slot of a scalar parameter (or of a None pointer): slots are parameter index + 1,
+        as the generator numbers them. It has no bytes, so any access through it is out of bounds."""
+        self.names.append(name)
+        self.buffers.append(_EMPTY)
+        self.nbytes.append(0)
+        self.starts.append(0)
 
     def view(self, slot: int, dtype) -> np.ndarray:
         key = (slot, dtype)
         view = self.views.get(key)
         if view is None:
             buf = self.buffers[slot]
+            if buf.dtype != np.uint8:
+                buf = buf.view(np.uint8)
             size = np.dtype(dtype).itemsize
             view = buf[: buf.shape[0] - buf.shape[0] % size].view(dtype)
             self.views[key] = view
@@ -91,9 +111,14 @@ def _first_lane(bad: np.ndarray) -> int:
 def element_index(mem: Memory, site: int, slot: int, ptr, mask, size: int, rank: int, aligned: bool = False):
     """Check every active lane of `ptr` against slot `slot` and return element indices into
     `mem.view(slot, ...)`; masked-off lanes get a valid index. Raises InterpreterError on a bad access."""
-    ptr = np.asarray(ptr)
     base = slot_base(slot)
     shift = size.bit_length() - 1
+    if type(ptr) is _INT64 and mask is None:
+        # One scalar pointer (a one-program launch touching one element): Python integer checks.
+        off = int(ptr) - base
+        if 0 <= off <= mem.nbytes[slot] - size and not off & (size - 1):
+            return off >> shift, None
+    ptr = np.asarray(ptr)
     if ptr.size == 0:
         return ptr - base, mask
     # Fast path: every lane (masked or not) is inside and aligned, the common case: no masking needed.
@@ -173,7 +198,13 @@ def load(mem, site, slot, ptr, mask, other, dtype, rank, aligned=False):
         return out if other is None or mask is None else np.where(mask, out, other).astype(dtype)
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
-    values = mem.view(slot, dtype).take(index)
+    return _gather(mem.view(slot, dtype), index, mask, other, dtype)
+
+
+def _gather(view, index, mask, other, dtype):
+    # Every index is checked (masked-off lanes point at a valid element), so 'clip' never clips;
+    # it only skips NumPy's own per-element bounds check.
+    values = view.take(index, mode="clip")
     if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
         return values
     return np.where(mask, values, other if other is not None else dtype(0)).astype(dtype, copy=False)
@@ -186,17 +217,30 @@ def store(mem, site, slot, ptr, value, mask, dtype, rank, aligned=False):
         return
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
-    view = mem.view(slot, dtype)
+    _scatter(mem.view(slot, dtype), index, value, mask, dtype)
+
+
+def _scatter(view, index, value, mask, dtype):
+    if type(index) is int:
+        # One address (checked above, unmasked): every program writes it, the last one wins.
+        value = np.asarray(value, dtype)
+        view[index] = value.reshape(-1)[-1] if value.ndim else value
+        return
     value = np.asarray(value, dtype)
     if mask is not None and np.all(mask):
         mask = None
     vshape, ishape = value.shape, index.shape
+    if mask is None and vshape == ishape:
+        # Fancy assignment writes in lane order, so the last program writing an address wins.
+        view[index] = value
+        return
     if mask is None and len(vshape) <= len(ishape) and vshape == ishape[len(ishape) - len(vshape):]:
         # The value broadcasts along leading axes only: np.put repeats it cyclically over the
         # row-major lanes, which is exactly that broadcast, without materialising it.
         np.put(view, index, value)
         return
-    shape = np.broadcast_shapes(ishape, vshape)
+    # The mask joins the broadcast: a scalar store under a per-program branch mask (P,) is P stores.
+    shape = np.broadcast_shapes(ishape, vshape, np.shape(mask) if mask is not None else ())
     value = np.broadcast_to(value, shape)
     index = np.broadcast_to(index, shape)
     if mask is None:
@@ -206,6 +250,60 @@ def store(mem, site, slot, ptr, value, mask, dtype, rank, aligned=False):
     else:
         lanes = np.broadcast_to(mask, shape)
         view[index[lanes]] = value[lanes]
+
+
+# ------------------------------------------------------------------------------------------------
+# `base + offsets`: a scalar pointer (uniform, or one per program) plus a tensor of element offsets,
+# the shape of nearly every Triton access (`tl.load(ptr + offs)`). The generator passes the two
+# parts instead of the int64 pointer tensor, so the common access costs no int64 address arithmetic:
+# the bounds are checked on the offsets' minimum and maximum, and the offsets index the argument's
+# typed view directly. Anything unusual takes the general path through the materialised pointers.
+
+def offsets_index(mem, site, slot, base, offsets, mask, size, rank):
+    """(element indices into `mem.view(slot, ...)`, mask) for the pointers `base + offsets * size`."""
+    offsets = np.asarray(offsets)
+    if offsets.size and slot != DYNAMIC:
+        limit = mem.nbytes[slot] // size  # elements in the view
+        if type(base) is _INT64:
+            byte = int(base) - slot_base(slot)
+            if not byte % size:
+                first = byte // size
+                if first + int(offsets.min()) >= 0 and first + int(offsets.max()) < limit:
+                    # Indices as intp in one pass: NumPy gathers with intp indices fastest.
+                    if first == 0:
+                        return offsets.astype(np.intp, copy=False), mask
+                    return np.add(offsets, first, dtype=np.intp), mask
+        else:
+            byte = np.asarray(base).astype(np.int64) - slot_base(slot)
+            if not (byte & (size - 1)).any():
+                first = byte // size
+                if int(first.min()) + int(offsets.min()) >= 0 and int(first.max()) + int(offsets.max()) < limit:
+                    return first.reshape(first.shape + (1,) * rank) + offsets, mask
+    pointers = _combine_pointer(base, offsets, size, rank)
+    return element_index(mem, site, slot, pointers, mask, size, rank, True)
+
+
+def _combine_pointer(base, offsets, size, rank):
+    base = np.asarray(base)
+    if base.ndim:
+        base = base.reshape(base.shape + (1,) * rank)
+    return np.multiply(offsets, size, dtype=np.int64) + base
+
+
+def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank):
+    if slot == DYNAMIC:
+        return load(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), mask,
+                    other, dtype, rank)
+    index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    return _gather(mem.view(slot, dtype), index, mask, other, dtype)
+
+
+def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank):
+    if slot == DYNAMIC:
+        return store(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), value,
+                     mask, dtype, rank)
+    index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
 
 # ------------------------------------------------------------------------------------------------

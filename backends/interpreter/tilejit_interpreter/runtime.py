@@ -12,6 +12,8 @@ import numpy as np
 from . import memory as mx
 from . import numerics as nx
 
+_INT64 = np.int64
+
 
 # ------------------------------------------------------------------------------------------------
 # shapes and masks
@@ -220,7 +222,25 @@ def gather(src, index, axis: int):
 # ------------------------------------------------------------------------------------------------
 # memory ops with the program axis
 
+def _scalar_index(mem, slot, ptr, view):
+    """The element index of one unmasked scalar pointer into `view` (slot `slot`), or None when the
+    access is not a plain in-bounds, aligned one (the general path then reports what is wrong)."""
+    if slot <= 0:
+        return None
+    off = int(ptr) - mx.slot_base(slot)
+    size = view.itemsize
+    if off < 0 or off % size or off // size >= view.shape[0]:
+        return None
+    return off // size
+
+
 def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, aligned=False):
+    if type(ptr) is _INT64 and mask is None and not bool_result:
+        # A scalar load (one-program kernels, counters): no arrays, no broadcasting.
+        view = mem.view(slot, dtype) if slot > 0 else None
+        index = _scalar_index(mem, slot, ptr, view) if view is not None else None
+        if index is not None:
+            return np.full(P, view[index])
     value = mx.load(mem, site, slot, ptr, mask, other if not bool_result or other is None
                     else np.asarray(other).astype(np.uint8), dtype, len(shape), aligned)
     if bool_result:
@@ -229,7 +249,34 @@ def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, 
 
 
 def store(mem, site, slot, ptr, value, mask, dtype, shape, aligned=False):
+    if type(ptr) is _INT64 and mask is None and slot > 0:
+        view = mem.view(slot, dtype)
+        index = _scalar_index(mem, slot, ptr, view)
+        if index is not None:
+            # Every program stores to the one address: the last one wins.
+            value = np.asarray(value)
+            view[index] = value.reshape(-1)[-1] if value.ndim else value
+            return
     mx.store(mem, site, slot, ptr, np.asarray(value).astype(dtype, copy=False), mask, dtype, len(shape), aligned)
+
+
+def as_index(offsets):
+    """Offsets of pointer arithmetic as NumPy's index type (sign-extended, as `tt.addptr` does)."""
+    return np.asarray(offsets).astype(np.intp, copy=False)
+
+
+def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, shape, P, bool_result=False):
+    """tt.load of `addptr(splat(base), offsets)`, the pointer never materialised (memory.py)."""
+    value = mx.load_offsets(mem, site, slot, base, offsets, mask, other if not bool_result or other is None
+                            else np.asarray(other).astype(np.uint8), dtype, len(shape))
+    if bool_result:
+        value = value != 0
+    return spread(value, P, shape)
+
+
+def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, shape):
+    mx.store_offsets(mem, site, slot, base, offsets, np.asarray(value).astype(dtype, copy=False), mask, dtype,
+                     len(shape))
 
 
 def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P, bool_result=False):

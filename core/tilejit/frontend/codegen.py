@@ -194,7 +194,9 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
         """Create `tt.func func_name`. `bindings`: every parameter's compile-time value (constexprs);
         `runtime_params`: (param name, tree, leaf types) of the parameters passed at run time."""
         fdef = self.parse()
-        arg_types = [t.to_ir() for _, _, leaf_types in runtime_params for t in leaf_types]
+        # A `tl.constexpr` leaf (a constexpr element of a tuple parameter) is bound, not passed.
+        arg_types = [t.to_ir() for _, _, leaf_types in runtime_params for t in leaf_types
+                     if not isinstance(t, tl.constexpr)]
         func = ir.make_func(func_name, arg_types, [], arg_attrs, public=public, loc=self.loc(fdef),
                             noinline=noinline)
         entry = func.regions[0].blocks[0]
@@ -205,6 +207,9 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
         for name, tree, leaf_types in runtime_params:
             leaves = []
             for t in leaf_types:
+                if isinstance(t, tl.constexpr):
+                    leaves.append(t)
+                    continue
                 arg = entry.args[pos]
                 pos += 1
                 leaves.append(tl.tensor_descriptor(arg, t.block_type, [], []) if isinstance(t, tl.tensor_descriptor_type)
@@ -472,12 +477,14 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
                 bindings[param.name] = wrap(raw) if not isinstance(raw, tuple) else raw
                 key_parts.append(type_key(raw))
                 continue
+            # A tuple mixing tensors and compile-time values: as in Triton, the compile-time
+            # elements stay constexprs of the callee (part of its specialization), only the
+            # tensors are passed.
             leaves, tree = flatten(raw)
             leaf_values = [unwrap(l) for l in leaves]
-            if any(not is_tensor(l) for l in leaf_values):
-                leaf_values = [self.semantic.to_tensor(l) if not is_tensor(l) else l for l in leaf_values]
-            runtime_params.append((param.name, tree, [l.type for l in leaf_values]))
-            runtime_values.extend(leaf_values)
+            runtime_params.append((param.name, tree, [l.type if is_tensor(l) else tl.constexpr(l)
+                                                      for l in leaf_values]))
+            runtime_values.extend(l for l in leaf_values if is_tensor(l))
             key_parts.append(type_key(rebuild(tree, leaf_values)))
         key = (id(fn), fn.cache_key if hasattr(fn, "cache_key") else fn.__name__, tuple(key_parts))
         if key not in self.ctx.functions:

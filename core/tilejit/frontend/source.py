@@ -27,7 +27,12 @@ def _ir_type_to_signature(t: ir.Type) -> str:
 
 class ASTSource:
     """A `@jit` function specialised by `signature` ({name: "*fp32" | "i32" | "constexpr" | ...}),
-    `constexprs` ({name or (index,): value}) and `attrs` ({(index,): [["tt.divisibility", 16]]})."""
+    `constexprs` ({name or (index,): value}) and `attrs` ({(index,): [["tt.divisibility", 16]]}).
+
+    As in Triton 3.x, a tuple parameter has a (nested) tuple of type strings as its signature, e.g.
+    `("*fp32", "i32", "constexpr")`; its elements are addressed by paths `(param index, element
+    index, ...)` in `constexprs` and `attrs`. The kernel's TTIR arguments are the runtime leaves of
+    every parameter, flattened depth-first in order (constexpr elements are not arguments)."""
 
     def __init__(self, fn, signature: Dict, constexprs: Optional[Dict] = None, attrs: Optional[Dict] = None):
         if not is_jit_function(fn):
@@ -41,13 +46,18 @@ class ASTSource:
             self.signature[name] = value
         self.constexprs = {}
         for key, value in dict(constexprs or {}).items():
-            self.constexprs[self._param_name(key, names, "constexprs")] = value
+            if isinstance(key, tuple) and len(key) > 1:  # an element of a tuple parameter
+                self.constexprs[self._element_path(key, names, "constexprs")] = value
+            else:
+                self.constexprs[self._param_name(key, names, "constexprs")] = value
         self.attrs = {}
         for key, value in dict(attrs or {}).items():
-            index = key[0] if isinstance(key, tuple) else key
-            if isinstance(index, str):
-                index = self._index(index, names)
-            self.attrs[(int(index),)] = [list(a) for a in value]
+            if isinstance(key, tuple) and len(key) > 1:
+                path = self._element_path(key, names, "attrs")
+            else:
+                index = key[0] if isinstance(key, tuple) else key
+                path = (self._index(index, names) if isinstance(index, str) else int(index),)
+            self.attrs[path] = [list(a) for a in value]
         for param in fn.params:
             if param.is_constexpr:
                 self.signature.setdefault(param.name, "constexpr")
@@ -62,11 +72,19 @@ class ASTSource:
             raise TypeError(f"kernel '{self.name}': the signature names unknown parameters {unknown} "
                             f"(parameters: {', '.join(names)})")
 
+    def _element_path(self, key: tuple, names, what: str) -> tuple:
+        """`(param, i, j, ...)` with the parameter given by name or index -> a path of ints."""
+        head = self._index(key[0], names) if isinstance(key[0], str) else key[0]
+        path = (head,) + tuple(key[1:])
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in path):
+            raise TypeError(f"kernel '{self.name}': {what} key {key!r}: a tuple element's path must be "
+                            "integers (parameter index, element index, ...)")
+        if not 0 <= head < len(names):
+            raise TypeError(f"kernel '{self.name}': {what} key {key!r}: parameter index {head} is out of range")
+        return path
+
     def _param_name(self, key, names, what: str) -> str:
         if isinstance(key, tuple):
-            if len(key) != 1:
-                raise TypeError(f"kernel '{self.name}': {what} key {key!r}: nested tuple parameters are not "
-                                "supported")
             key = key[0]
         if isinstance(key, int):
             if not 0 <= key < len(names):
@@ -83,7 +101,7 @@ class ASTSource:
         return names.index(name)
 
     def hash(self) -> str:
-        key = json.dumps([self.fn.cache_key, self.signature, {k: repr(v) for k, v in self.constexprs.items()},
+        key = json.dumps([self.fn.cache_key, self.signature, {str(k): repr(v) for k, v in self.constexprs.items()},
                           {str(k): v for k, v in self.attrs.items()}], sort_keys=True, default=repr)
         return hashlib.sha256(key.encode()).hexdigest()
 
@@ -98,19 +116,42 @@ class ASTSource:
                 bindings[param.name] = wrap(self.constexprs.get(param.name))
                 continue
             try:
-                ty = tl.str_to_ty(type_string)
+                leaves, tree, paths = self._signature_leaves(param.name, type_string, (index,))
+                for leaf in leaves:  # a dtype without an IR type (fp8e4b15) fails here, named
+                    if not isinstance(leaf, tl.constexpr):
+                        leaf.to_ir()
             except TypeError as exc:
                 raise CompilationError(f"kernel '{self.name}', parameter '{param.name}': {exc}") from None
-            runtime_params.append((param.name, "leaf", [ty]))
-            attrs = {}
-            for entry in self.attrs.get((index,), []):
-                attrs[str(entry[0])] = entry[1]
-            arg_attrs.append(attrs)
+            runtime_params.append((param.name, tree, leaves))
+            for leaf, path in zip(leaves, paths):
+                if isinstance(leaf, tl.constexpr):
+                    continue  # a constexpr element of a tuple is not a function argument
+                arg_attrs.append({str(entry[0]): entry[1] for entry in self.attrs.get(path, [])})
         ctx.names.add(self.name)
         func = generator.generate(self.name, bindings, runtime_params, public=True, arg_attrs=arg_attrs)
         ctx.module.body.insert(0, func)
         ir.verify(ctx.module)
         return ctx.module
+
+
+    def _signature_leaves(self, name: str, type_entry, path: tuple):
+        """(leaves, tree, paths) of one parameter's signature entry: each leaf is the `tl` type of a
+        runtime argument, or a `tl.constexpr` for a constexpr element of a tuple; `tree` rebuilds the
+        tuple structure (`values.rebuild`); `paths` address each leaf as in `constexprs` and `attrs`."""
+        if isinstance(type_entry, (tuple, list)):
+            leaves, trees, paths = [], [], []
+            for i, element in enumerate(type_entry):
+                sub_leaves, sub_tree, sub_paths = self._signature_leaves(name, element, path + (i,))
+                leaves.extend(sub_leaves)
+                paths.extend(sub_paths)
+                trees.append((len(sub_leaves), sub_tree))
+            return leaves, ("tuple", trees), paths
+        if type_entry == "constexpr":
+            if path not in self.constexprs:
+                raise TypeError(f"the constexpr element {list(path[1:])} of tuple parameter '{name}' has no value "
+                                f"(give it in constexprs under the key {path!r})")
+            return [tl.constexpr(self.constexprs[path])], "leaf", [path]
+        return [tl.str_to_ty(type_entry)], "leaf", [path]
 
 
 class IRSource:

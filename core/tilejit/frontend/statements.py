@@ -308,11 +308,19 @@ class StatementsMixin:
 
     def runtime_for(self, node, rng):
         sem = self.semantic
-        step_value = unwrap(rng.step)
-        if not is_tensor(step_value) and step_value <= 0:
-            raise ValueError(f"the step of a runtime range must be positive, got {step_value}; use "
-                             "tl.static_range for other steps")
-        bounds = [sem.to_tensor(unwrap(v)) for v in (rng.start, rng.end, rng.step)]
+        start, end, step_value = unwrap(rng.start), unwrap(rng.end), unwrap(rng.step)
+        # scf.for only counts upwards. As in Triton, a constant negative step runs the loop over
+        # [end, start) with the positive step and maps the counter back: iv = start - counter + end.
+        negative_step = False
+        if not is_tensor(step_value):
+            if not isinstance(step_value, int) or isinstance(step_value, bool):
+                raise TypeError(f"the step of a range must be an integer, got {step_value!r}")
+            if step_value == 0:
+                raise ValueError("the step of a range must not be zero")
+            if step_value < 0:
+                negative_step = True
+                start, end, step_value = end, start, -step_value
+        bounds = [sem.to_tensor(v) for v in (start, end, step_value)]
         for b in bounds:
             if b.type.is_block() or not b.type.scalar.is_int():
                 raise TypeError(f"range bounds must be scalar integers, got {b.type}")
@@ -328,7 +336,8 @@ class StatementsMixin:
         saved = (self.builder.block, self.builder.index)
         self.builder.set_insertion_point_to_end(body)
         try:
-            self.scope[target] = tl.tensor(body.args[0], iv_type)
+            iv = tl.tensor(body.args[0], iv_type)
+            self.scope[target] = sem.add(sem.sub(ub, iv), lb) if negative_step else iv
             self.bind_block_args(carried, body.args[1:])
             self.visit_loop_body(node.body)
         finally:

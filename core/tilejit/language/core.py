@@ -211,7 +211,9 @@ class dtype:
             raise TypeError("void has no IR type")
         ir_name, bits, kind = _SCALARS[self.name]
         if ir_name is None:
-            raise TypeError(f"dtype {self.name} has no TTIR representation in tilejit")
+            # Triton 3.x itself stores fp8e4b15 as a plain i8 and supports it only on pre-Hopper GPUs.
+            raise TypeError(f"dtype {self.name} is not supported by tilejit (it has no TTIR type); use "
+                            "float8e4nv, float8e5, float8e4b8 or float8e5b16")
         return ir.IntType(bits) if kind != "f" else ir.FloatType(ir_name)
 
     def __eq__(self, other):

@@ -152,10 +152,9 @@ class Semantic(MemorySemanticMixin):
             return tl.float32
         if a.is_fp8() and b.is_fp8():
             return a if a == b else tl.float16
-        if a.is_floating() or b.is_floating():
-            return a if a.is_floating() else b
         if not a.is_int() or not b.is_int():
-            raise TypeError(f"unexpected types {a} and {b}")
+            # Triton has no rule for an fp8 tensor with an integer tensor: cast one explicitly.
+            raise TypeError(f"unexpected types {a} and {b}: cast one operand explicitly")
         if div_or_mod and a.is_int_unsigned() != b.is_int_unsigned():
             raise TypeError(f"cannot use /, // or % with {a} and {b} because they have different "
                             "signedness; cast them to the same signedness")
@@ -266,6 +265,10 @@ class Semantic(MemorySemanticMixin):
         if a.type.scalar.is_ptr():
             if not b.type.scalar.is_int():
                 raise TypeError(f"a pointer offset must be an integer, got {b.type.scalar}")
+            if b.type.scalar.is_int_unsigned() and b.type.scalar.int_bitwidth < 64:
+                # tt.addptr reads its offset as signed: zero-extend unsigned offsets (as Triton does)
+                # so that e.g. a uint32 offset >= 2**31 moves forward.
+                b = self.cast(b, tl.int64)
             return self.create("tt.addptr", [a, b], a.type)
         op = "arith.addf" if a.type.scalar.is_floating() else "arith.addi"
         return self.create(op, [a, b], a.type)
@@ -419,7 +422,9 @@ class Semantic(MemorySemanticMixin):
         if both_float and (src.is_fp8() or dst.is_fp8()):
             attrs = {"rounding": fp_downcast_rounding or "rtne"} if downcast else {}
             return self.create("tt.fp_to_fp", [x], dst_ty, attrs)
-        if both_float and {src.name, dst.name} == {"fp16", "bf16"}:
+        if (src.is_fp16() or src.is_bf16()) and not dst.is_fp32():
+            # As Triton: a half converts to anything but fp32 (another half, fp64, an integer)
+            # through fp32, so each backend only needs half <-> fp32 conversions.
             return self.cast(self.cast(x, tl.float32), dst, fp_downcast_rounding)
         if downcast:
             attrs = {"rounding": fp_downcast_rounding} if fp_downcast_rounding else {}

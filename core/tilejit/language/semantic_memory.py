@@ -138,9 +138,11 @@ class MemorySemanticMixin:
             else:
                 ptr, mask = self.broadcast_values(ptr, mask)
         if other is not None:
-            # A Python number becomes a constant of the element type directly (no cast op).
-            other = self.scalar_constant(other, elt) if isinstance(other, (int, float)) and not elt.is_bool() \
-                else self.cast(self.to_tensor(other), elt)
+            # A Python number becomes a constant of the element type directly (no cast op), except a
+            # float for an integer element: Triton converts it with fptosi (truncation toward zero).
+            direct = isinstance(other, (int, float)) and not elt.is_bool() and \
+                not (isinstance(other, float) and elt.is_int())
+            other = self.scalar_constant(other, elt) if direct else self.cast(self.to_tensor(other), elt)
             other = self.broadcast_to(other, ptr.type.shape if ptr.type.is_block() else [])
         result_ty = ptr.type.element_ty if not ptr.type.is_block() else tl.block_type(elt, ptr.type.shape)
         if elt.is_bool():
@@ -449,7 +451,9 @@ class MemorySemanticMixin:
         for t in inputs:
             if not t.type.is_block():
                 raise ValueError("reduce: inputs must be tensors, got a scalar")
-        if axis is None:
+        original_rank = len(inputs[0].type.shape)
+        reduce_all = axis is None
+        if reduce_all:
             inputs = [self.reshape(t, [t.type.numel], can_reorder=True) for t in inputs]
             axis = 0
         shape = list(inputs[0].type.shape)
@@ -462,7 +466,9 @@ class MemorySemanticMixin:
         results = self._region_op("tt.reduce", inputs, axis, combine, "tt.reduce.return", {"axis": axis},
                                   result_types)
         if keep_dims:
-            results = [self.expand_dims(r, axis) for r in results]
+            # Triton: reducing every axis with keep_dims keeps the input's rank (all sizes 1).
+            for _ in range(original_rank if reduce_all else 1):
+                results = [self.expand_dims(r, 0 if reduce_all else axis) for r in results]
         return results[0] if single else tuple(results)
 
     def scan(self, inputs, axis, combine: Callable, reverse=False):

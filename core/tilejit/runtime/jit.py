@@ -15,13 +15,15 @@ import ast
 import hashlib
 import importlib
 import inspect
+import os
 import re
 import textwrap
 import threading
+import weakref
 
 from tilejit import compiler
 from tilejit.errors import CompilationError
-from tilejit.runtime.args import dtype_of, int_type_string, is_tensor_like, tensor_reader
+from tilejit.runtime.args import _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
 from tilejit.config import knobs as _knobs_object
 
 _explicit_target_cache: list = []
@@ -96,6 +98,80 @@ class KernelInterface:
             return self.run(*args, grid=grid, warmup=False, **kwargs)
 
         return launcher
+
+
+_numpy_memo: dict = {}
+_NUMPY_MEMO_SIZE = 256
+
+
+def _numpy_facts(array, name):
+    """`_read_numpy(array)` memoised per live array: reading `__array_interface__` builds a dict
+    (~2-3 us, the largest cost of a cached launch). The entry is used only while it refers to this
+    very object (a weak reference) with the same shape and dtype; a NumPy array's data pointer does
+    not move while its size stays the same (`resize` to another size changes the shape)."""
+    entry = _numpy_memo.get(id(array))
+    if entry is not None and entry[0]() is array and entry[1] == array.shape and entry[2] == array.dtype:
+        return entry[3]
+    facts = _read_numpy(array, name)
+    try:
+        ref = weakref.ref(array)
+    except TypeError:  # pragma: no cover - ndarrays support weak references
+        return facts
+    if len(_numpy_memo) >= _NUMPY_MEMO_SIZE:
+        _numpy_memo.clear()
+    _numpy_memo[id(array)] = (ref, array.shape, array.dtype, facts)
+    return facts
+
+
+def _grid3(grid):
+    """The common grids as a 3-tuple without a call into `normalize_grid`: a tuple of 1 to 3 plain
+    non-negative ints. None for anything else (which `normalize_grid` checks and reports)."""
+    if type(grid) is tuple:
+        n = len(grid)
+        if n == 3:
+            x, y, z = grid
+            if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
+                return grid
+        elif n == 1:
+            x = grid[0]
+            if type(x) is int and x >= 0:
+                return (x, 1, 1)
+        elif n == 2:
+            x, y = grid
+            if type(x) is int and type(y) is int and x >= 0 and y >= 0:
+                return (x, y, 1)
+    return None
+
+
+def _environment_reader():
+    """A function returning the raw selection knobs (see `config.knobs.selection_env`). On POSIX,
+    `os.environ` keeps its values in a dict of bytes; reading that directly costs 0.1 us where
+    `os.environ.get` costs ~1.3 us per missing name (it raises and catches a KeyError). The dict is
+    used only while `os.environ` is still the same object."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    encode = getattr(environ, "encodekey", None)
+    if os.name != "posix" or not isinstance(data, dict) or encode is None:
+        return _knobs_object.selection_env
+    try:
+        names = tuple(encode(n) for n in ("TILEJIT_TARGET", "TILEJIT_INTERPRET", "TRITON_INTERPRET"))
+    except Exception:  # noqa: BLE001 - an unusual os.environ: use the knobs' own reader
+        return _knobs_object.selection_env
+    slow = _knobs_object.selection_env
+    decode = environ.decodevalue
+
+    def read():
+        if os.environ is not environ:
+            return slow()
+        raw = (data.get(names[0]), data.get(names[1]), data.get(names[2]))
+        if raw == (None, None, None):
+            return raw
+        return tuple(None if v is None else decode(v) for v in raw)
+
+    return read
+
+
+_selection_env = _environment_reader()
 
 
 def _make_binder(kernel_name: str, params: list):
@@ -335,7 +411,10 @@ class JITFunction(KernelInterface):
                 continue
             reader = tensor_reader(value)
             if reader is not None:
-                type_string, address = reader(value, names[i])
+                if reader is _read_numpy:
+                    type_string, address = _numpy_facts(value, names[i])
+                else:
+                    type_string, address = reader(value, names[i])
                 key.append((type_string, align and address % _DIVISIBILITY == 0))
                 devices.append((kind, getattr(value, "device", None)))
             else:
@@ -382,7 +461,7 @@ class JITFunction(KernelInterface):
             return scoped
         # `select_target` asks each backend's driver whether it owns each tensor. The answer depends
         # only on the environment and on the tensors' types and devices: memoise on those.
-        memo_key = (_knobs_object.selection_env(), devices)
+        memo_key = (_selection_env(), devices)
         try:
             return self._target_memo[memo_key]
         except KeyError:
@@ -398,18 +477,31 @@ class JITFunction(KernelInterface):
         CompiledKernel without launching). Returns the CompiledKernel."""
         return self._run(args, kwargs, grid, warmup, None)
 
+    def __getitem__(self, grid):
+        # One call layer less than KernelInterface's (`run` only forwards to `_run`): the launch path.
+        run = self._run
+
+        def launcher(*args, **kwargs):
+            return run(args, kwargs, grid, False, None)
+
+        return launcher
+
     def _run(self, args, kwargs, grid, warmup, explicit_target):
         bound, options = self._bind(args, kwargs)
-        stream = options.pop("stream", None)
-        if "warmup" in options:
-            warmup = options.pop("warmup")
+        stream = None
+        if options:
+            stream = options.pop("stream", None)
+            if "warmup" in options:
+                warmup = options.pop("warmup")
         if self.debug is not None and "debug" not in options:
             options["debug"] = self.debug
         spec_key, devices = self._specialize(bound)
         target = self._target_for(bound, devices, explicit_target)
         try:
-            key = (spec_key, tuple(sorted(options.items())), target)
-            per_target = self.cache.setdefault(target, {})
+            key = (spec_key, tuple(sorted(options.items())) if options else (), target)
+            per_target = self.cache.get(target)
+            if per_target is None:
+                per_target = self.cache.setdefault(target, {})
             entry = per_target.get(key)
         except TypeError as exc:  # an unhashable constexpr value
             raise TypeError(f"kernel '{self.__name__}': constexpr arguments must be hashable: {exc}") from None
@@ -423,9 +515,12 @@ class JITFunction(KernelInterface):
             meta = dict(zip(self.arg_names, bound))
             meta.update(options)
             grid = grid(meta)
-        grid3 = grid if type(grid) is tuple and len(grid) == 3 and all(type(d) is int and d >= 0 for d in grid) \
-            else compiler.normalize_grid(grid, self.__name__)
-        kernel.run(grid3, tuple([bound[i] for i in runtime_indices]), stream)
+        grid3 = _grid3(grid)
+        if grid3 is None:
+            grid3 = compiler.normalize_grid(grid, self.__name__)
+        # The runtime indices are an increasing subset of the parameters: same length, same tuple.
+        kernel.run(grid3, bound if len(runtime_indices) == len(bound) else tuple([bound[i] for i in runtime_indices]),
+                   stream)
         return kernel
 
     def _compile(self, bound, spec_key, options, target, key):
