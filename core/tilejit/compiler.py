@@ -254,9 +254,35 @@ def _prepare(src, target, options):
     target = _resolve_target(target)
     backend = _backends().backend_for_target(target)
     opts = backend.parse_options(dict(options or {}))
-    parts = [src.hash(), backend.hash(), opts.hash(), _knobs().cache_key_part(), tilejit_version(), str(target)]
+    parts = [src.hash(), backend.hash(), opts.hash(), _knobs().cache_key_part(), tilejit_version(), str(target),
+             compiler_fingerprint("tilejit"), compiler_fingerprint(type(backend).__module__.split(".")[0])]
     key = hashlib.sha256("-".join(str(p) for p in parts).encode()).hexdigest()
     return src, target, backend, opts, key
+
+
+_fingerprints: dict = {}
+
+
+def compiler_fingerprint(package: str) -> str:
+    """A digest of a package's Python sources (path, size, mtime of each file), once per process.
+
+    The disk cache must never hand out a kernel built by other compiler code: the version number alone
+    does not change while the compiler is edited (an editable install), so the sources are part of the
+    key. File metadata rather than contents keeps this under a millisecond.
+    """
+    digest = _fingerprints.get(package)
+    if digest is None:
+        module = importlib.import_module(package)
+        root = os.path.dirname(os.path.abspath(module.__file__))
+        h = hashlib.sha256()
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    h.update(f"{os.path.relpath(os.path.join(folder, name), root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+        digest = _fingerprints[package] = h.hexdigest()[:16]
+    return digest
 
 
 def make_ttir(src, metadata: dict, options, target):
