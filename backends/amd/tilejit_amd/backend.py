@@ -35,10 +35,10 @@ class HIPBackend(BaseBackend):
         return AmdISA(self.target.arch, self.target.warp_size)
 
     def add_stages(self, stages: dict, options) -> None:
-        from tilejit.gpu.stages import llir_stage, ttgir_stage
+        from tilejit.gpu.stages import llir_stage
         from . import toolchain
         arch = self.target.arch
-        stages["ttgir"] = lambda src, md: ttgir_stage(src, md, options, self.target.warp_size, 0)
+        stages["ttgir"] = lambda src, md: self._ttgir(src, md, options)
         stages["llir"] = lambda src, md: llir_stage(src, md, options, self.isa)
 
         def amdgcn(src, md):
@@ -52,6 +52,17 @@ class HIPBackend(BaseBackend):
             return binary if binary is not None else toolchain.link_hsaco(toolchain.llir_to_object(src, arch))
         stages["amdgcn"] = amdgcn
         stages["hsaco"] = hsaco
+
+    def _ttgir(self, module, metadata: dict, options):
+        """The shared TTGIR passes, told the arch so that `tt.dot` can use MFMA/WMMA (amd_layouts.py)."""
+        from tilejit import ir
+        from tilejit.gpu.ttgir import GPUConfig, make_ttgir
+        if isinstance(module, str):
+            module = ir.parse_module(module)
+        cfg = GPUConfig(options.num_warps, self.target.warp_size, options.num_stages, 0, amd_arch=self.target.arch)
+        metadata.setdefault("num_warps", options.num_warps)
+        metadata.setdefault("num_stages", options.num_stages)
+        return make_ttgir(module, cfg)
 
     def make_launcher(self, compiled_kernel):
         from tilejit.gpu.stages import runtime_signature

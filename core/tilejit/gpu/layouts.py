@@ -160,6 +160,8 @@ class DotOperandEncoding(DistributedEncoding):
             return _build(shape, chunks)
         if isinstance(self.parent, BlockedEncoding):
             return self._fma_operand(shape)
+        if hasattr(self.parent, "operand_linear"):   # AMD MFMA/WMMA (amd_layouts.py)
+            return self.parent.operand_linear(self.op_idx, shape)
         raise CompilationError(f"no dot operand layout for parent {self.parent}")
 
     def _fma_operand(self, shape) -> LinearLayout:
@@ -195,6 +197,9 @@ class SharedEncoding:
 
 
 # ---------------------------------------------------------------------------------------- parsing
+
+# Encodings defined in other modules (amd_layouts.py): kind -> fn(fields) -> encoding.
+EXTRA_ENCODINGS: dict = {}
 
 _TOKEN = re.compile(r"\s*(#ttg\.[a-z_]+<|[A-Za-z_][A-Za-z0-9_]*|-?\d+|[{}\[\]=,>])")
 
@@ -277,6 +282,8 @@ def _make(kind: str, f: dict):
         return DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0))
     if kind == "shared":
         return SharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"])
+    if kind in EXTRA_ENCODINGS:
+        return EXTRA_ENCODINGS[kind](f)
     raise CompilationError(f"unknown layout #ttg.{kind}")
 
 

@@ -25,6 +25,7 @@ from .. import ir
 from ..errors import CompilationError
 from ..ir import ops as op_registry
 from .axis_info import AxisAnalysis, access_order, vector_width
+from .amd_layouts import select_matrix_core
 from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
 from .tensor_pointers import rewrite_tensor_pointers
 
@@ -40,6 +41,7 @@ class GPUConfig:
     warp_size: int
     num_stages: int = 3
     mma_version: int = 0   # 2: NVIDIA mma.sync (sm_80+); 0: FMA dot only
+    amd_arch: str = ""     # AMD: the gfx arch whose MFMA/WMMA `tt.dot` may use (amd_layouts.py)
 
 
 def default_blocked(shape, cfg: GPUConfig, order=None, vec: int = 1) -> BlockedEncoding:
@@ -127,7 +129,12 @@ class LayoutAssignment:
             use_mma = (self.cfg.mma_version >= 2 and len(out.shape) == 2
                        and str(a.element) in ("f16", "bf16") and a.element == b.element
                        and str(out.element) == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
-            if use_mma:
+            amd = (select_matrix_core(self.cfg.amd_arch, self.cfg.warp_size, self.cfg.num_warps, str(a.element),
+                                      str(b.element), str(out.element), (M, N, K) if len(out.shape) == 2 else ())
+                   if self.cfg.amd_arch else None)
+            if amd is not None:
+                enc = amd
+            elif use_mma:
                 enc = NvidiaMmaEncoding(2, 0, mma_warps((M, N), self.cfg.num_warps), (16, 8))
             else:
                 enc = self.layout_for(out)
@@ -238,7 +245,7 @@ class LayoutAssignment:
         if name == "tt.dot":
             if idx == 2:
                 return res_enc
-            k_width = 2 if isinstance(res_enc, NvidiaMmaEncoding) else 0
+            k_width = 2 if isinstance(res_enc, NvidiaMmaEncoding) else getattr(res_enc, "k_width", 0)
             return DotOperandEncoding(idx, res_enc, k_width)
         if name == "tt.expand_dims":
             return SliceEncoding(op.attrs["axis"], res_enc)

@@ -11,12 +11,16 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..isa import F32, I32, call_intrinsic
+from ..amd_layouts import AmdMatrixEncoding
 from ..layouts import NvidiaMmaEncoding
 from .scalar_ops import to_compute
 
 
 def lower_dot(self, op):
     enc = op.result.type.encoding
+    if isinstance(enc, AmdMatrixEncoding):
+        from .dot_amd import lower_amd_dot
+        return lower_amd_dot(self, op)
     if isinstance(enc, NvidiaMmaEncoding):
         return _lower_mma(self, op)
     return _lower_fma(self, op)
