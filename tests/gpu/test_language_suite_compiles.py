@@ -16,12 +16,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-@pytest.mark.parametrize("target", ["cuda:90", "cuda:80", "hip:gfx942"])
+# AMD targets (gfx942, gfx1100) are covered by tests/amd/test_amd_language_suite_hsaco.py, which also
+# checks every hsaco with the ELF reader and lists the kernels AMD cannot compile yet.
+@pytest.mark.parametrize("target", ["cuda:90", "cuda:80"])
 def test_language_suite_kernels_compile(target, tmp_path):
-    if target.startswith("cuda") and shutil.which("ptxas") is None:
-        pytest.skip("ptxas not installed")
-    if target.startswith("hip") and shutil.which("ld.lld") is None:
-        pytest.skip("ld.lld not installed")
+    from tilejit_nvidia.toolchain import find_ptxas
+    if find_ptxas() is None:
+        pytest.skip("ptxas not installed (pip install nvidia-cuda-nvcc)")
     report = tmp_path / "cross.jsonl"
     env = dict(os.environ, TILEJIT_CROSS_TARGETS=target, TILEJIT_CROSS_REPORT=str(report),
                PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "core"), os.path.join(ROOT, "backends", "nvidia"),
