@@ -6,7 +6,6 @@ About 20 s a target.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
