@@ -8,6 +8,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tilejit-setup-stamp
 SETUP_INPUTS := Makefile pyproject.toml $(wildcard backends/*/pyproject.toml)
 TEST_DEPS := pytest filecheck pyelftools msgpack
+TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: all setup demo test system-tools clean
 
@@ -22,6 +23,10 @@ $(STAMP): $(SETUP_INPUTS)
 	$(VENV_PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation \
 	  -e . -e backends/interpreter -e backends/nvidia -e backends/amd $(TEST_DEPS)
 	@$(MAKE) --no-print-directory system-tools
+	@# torch (CPU build) lets the suite also run kernels on torch CPU tensors, as Triton users do;
+	@# without it those variants are skipped. Set TORCH_SPEC= to leave it out.
+	@if [ -n "$(TORCH_SPEC)" ]; then $(VENV_PY) -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" || \
+	  echo "warning: $(TORCH_SPEC) not installed; tests with torch tensors will be skipped" >&2; fi
 	@touch $@
 
 # ld.lld links AMD code objects (hsaco). LLVM 22 (llvmlite) writes code object v5, which needs LLD 15

@@ -31,7 +31,17 @@ def _active_gpu_backends() -> list:
     return names
 
 
-BACKENDS = ["interpreter"] + _active_gpu_backends()
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# "interpreter-torch" runs the interpreter on torch CPU tensors (used in place, like NumPy arrays),
+# the way a Triton user tests GPU code on the CPU.
+BACKENDS = ["interpreter"] + (["interpreter-torch"] if _torch_available() else []) + _active_gpu_backends()
 
 
 class NumpyDevice:
@@ -57,6 +67,31 @@ class NumpyDevice:
 
     def synchronize(self):
         """The interpreter runs a launch to completion before returning."""
+
+
+class TorchCPUDevice(NumpyDevice):
+    """torch tensors in host memory: the interpreter reads and writes them in place."""
+
+    name = "interpreter"
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+
+    def tensor(self, array):
+        return self.torch.from_numpy(np.array(array, copy=True, order="C"))
+
+    def empty(self, shape, dtype):
+        return self.tensor(np.empty(shape, dtype=dtype))
+
+    def zeros(self, shape, dtype):
+        return self.tensor(np.zeros(shape, dtype=dtype))
+
+    def full(self, shape, value, dtype):
+        return self.tensor(np.full(shape, value, dtype=dtype))
+
+    def numpy(self, x):
+        return x.numpy() if isinstance(x, self.torch.Tensor) else np.asarray(x)
 
 
 class TorchGPUDevice:
@@ -100,6 +135,8 @@ def backend(request):
 def device(backend):
     if backend == "interpreter":
         return NumpyDevice()
+    if backend == "interpreter-torch":
+        return TorchCPUDevice()
     pytest.importorskip("torch", reason=f"the {backend} tests create their tensors with torch")
     return TorchGPUDevice(backend)
 
