@@ -182,7 +182,7 @@ def test_launch_overhead_micro_measure(vector_add_cubin):
             lambda: launcher.launch(grid, args, 0))
     launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
     launcher.launch(grid, args)
-    report["argument packing only"] = _per_call_us(lambda: launcher._pack(*args))
+    report["argument packing only"] = _per_call_us(lambda: launcher._packer.pack(*args))
     report["current stream lookup only"] = _per_call_us(DRIVER.get_current_stream)
     report["cuCtxGetCurrent only"] = _per_call_us(launcher._raw.current_context)
     try:
@@ -194,3 +194,29 @@ def test_launch_overhead_micro_measure(vector_add_cubin):
     for what, us in report.items():
         print(f"[overhead] {what:55s} {us:6.2f} us")
     torch.testing.assert_close(out, a + b)
+
+
+def test_launches_from_several_threads_keep_their_own_arguments(vector_add_cubin):
+    """Each thread packs into its own buffer (no lock on the hot path): concurrent launches with
+    different arguments must each compute their own sum."""
+    import threading
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    n = 4096
+    work = [vectors(n) for _ in range(4)]
+    errors = []
+
+    def run(a, b, out):
+        try:
+            for _ in range(50):
+                launcher.launch(grid_for(n), [a, b, out, n])
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=w) for w in work]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for a, b, out in work:
+        torch.testing.assert_close(out, a + b)

@@ -54,6 +54,30 @@ class NvidiaISA(TargetISA):
         return call_intrinsic(builder, "llvm.nvvm.shfl.sync.bfly.i32", I32,
                               [full, value_i32, llir.Constant(I32, lane_mask), llir.Constant(I32, 0x1F)])
 
+    # -- sm_80+: cp.async and ldmatrix (the pipelined mma.sync operands) --------------------------
+    @property
+    def supports_async_copy(self) -> bool:
+        return self.arch >= 80
+
+    def async_copy(self, builder, dst_shared, src_global, nbytes: int, src_size) -> None:
+        # .cg (bypass L1) exists for 16 bytes only; smaller copies use .ca.
+        cache = "cg" if nbytes == 16 else "ca"
+        call_intrinsic(builder, f"llvm.nvvm.cp.async.{cache}.shared.global.{nbytes}.s", llir.VoidType(),
+                       [dst_shared, src_global, src_size])
+
+    def async_commit(self, builder) -> None:
+        call_intrinsic(builder, "llvm.nvvm.cp.async.commit.group", llir.VoidType(), [])
+
+    def async_wait(self, builder, pending: int) -> None:
+        call_intrinsic(builder, "llvm.nvvm.cp.async.wait.group", llir.VoidType(), [llir.Constant(I32, pending)])
+
+    def load_matrix(self, builder, ptr_shared, count: int, trans: bool):
+        name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}.{'trans.' if trans else ''}b16"
+        if count == 1:
+            return [call_intrinsic(builder, name, I32, [ptr_shared])]
+        res = call_intrinsic(builder, name, llir.LiteralStructType([I32] * count), [ptr_shared])
+        return [builder.extract_value(res, i) for i in range(count)]
+
     def printf(self, builder: llir.IRBuilder, fmt: str, args) -> None:
         """CUDA's device printf: `vprintf(format, packed arguments)`, the arguments laid out as a
         struct in a stack buffer (allocated in the entry block, so loops do not grow the stack)."""

@@ -2,11 +2,17 @@
 
 A `CudaLauncher` loads its cubin lazily, once per CUDA context (cuModuleLoadData +
 cuModuleGetFunction), checks the kernel's resources against the device the first time, and on every
-launch does only: resolve the stream, look up the function for the current context, pack the
+launch does only: resolve the stream, look up the function for the current device, pack the
 arguments (see `arg_packing`) and call cuLaunchKernel.
+
+The hot path keeps per-thread state (`_ThreadState`): its own argument buffer (so no lock is taken
+between packing and cuLaunchKernel) and, per device, the prepared (launch, function, pack, params).
+When torch is in use the device and stream come straight from `torch._C` (as Triton does), with no
+driver call; without torch the current context is asked of the driver on each launch.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 from tilejit.backends import Launcher
@@ -59,6 +65,31 @@ def runtime_signature(signature, constants=None) -> tuple[list[str], list[str] |
     return types, None
 
 
+class _ThreadState:
+    """One thread's argument buffer and prepared launches (keyed by torch device or context)."""
+    __slots__ = ("packer", "entries", "torch_calls")
+
+    def __init__(self, packer):
+        self.packer = packer
+        self.entries: dict = {}
+        self.torch_calls = None   # (torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+
+
+def _torch_fast_calls(driver):
+    """torch's raw device and stream getters when torch (with CUDA) is in use, else None."""
+    if sys.modules.get("torch") is None:
+        return None
+    torch = driver._bound_torch()
+    if torch is None:
+        return None
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_device is None or raw_stream is None:
+        return None
+    torch.cuda.current_device()   # initialises torch's CUDA state once, so the raw getters are valid
+    return get_device, raw_stream
+
+
 class CudaLauncher(Launcher):
     """Runs one kernel of a cubin: `launcher.launch((gx, gy, gz), args, stream=None)`.
 
@@ -86,15 +117,14 @@ class CudaLauncher(Launcher):
         self.shared_bytes = shared_bytes
         self.block_x = 32 * num_warps
         self.entry_points = entry_points
-        self._packer = ArgPacker(types, param_names or names)
-        self._pack = self._packer.pack
-        self._params = self._packer.params_address
+        self._types, self._names = types, param_names or names
+        self._packer = ArgPacker(types, self._names)   # checks the signature now, not at first launch
+        self._local = threading.local()
         self._driver = driver or get_driver()
         self._raw: RawEntryPoints | None = None
         self._functions: dict[int, tuple] = {}  # context handle -> (launch callable, function handle)
         self._modules: dict[int, object] = {}
         self._load_lock = threading.Lock()
-        self._launch_lock = threading.Lock()  # the packed-argument buffer is shared by all threads
         self.n_regs: int | None = None
         self.static_shared: int | None = None
 
@@ -118,24 +148,49 @@ class CudaLauncher(Launcher):
             if gx < 0 or gy < 0 or gz < 0:
                 raise ValueError(f"kernel '{self.name}': grid dimensions must not be negative, got {tuple(grid)}")
             return None  # an empty grid launches nothing
-        if stream is None:
-            stream = self._driver.get_current_stream()
-        elif type(stream) is not int:
+        state = getattr(self._local, "state", None) or self._new_thread_state()
+        calls = state.torch_calls
+        if calls is not None:
+            key = calls[0]()
+            if stream is None:
+                stream = calls[1](key)
+        else:
+            if stream is None:
+                stream = self._driver.get_current_stream()
+            raw = self._raw or self._bind_entry_points()
+            key = ("context", raw.current_context())
+        if type(stream) is not int:
             stream = stream_handle(stream)
-        raw = self._raw or self._bind_entry_points()
-        entry = self._functions.get(raw.current_context())
+        entry = state.entries.get(key)
         if entry is None:
-            entry = self._load_for_current_context()
-        launch, function = entry
-        with self._launch_lock:
-            try:
-                self._pack(*args)
-            except Exception:  # noqa: BLE001 - re-raised as the TypeError/ValueError naming the parameter
-                raise self._packer.explain_failure(tuple(args), self.name) from None
-            code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, self._params, None)
+            entry = self._prepare(state, key)
+        launch, function, pack, params = entry
+        try:
+            pack(*args)
+        except Exception:  # noqa: BLE001 - re-raised as the TypeError/ValueError naming the parameter
+            raise state.packer.explain_failure(tuple(args), self.name) from None
+        code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, params, None)
         if code:
             raise CudaCallError("cuLaunchKernel", code, self.name)
         return None
+
+    def _new_thread_state(self) -> _ThreadState:
+        state = _ThreadState(ArgPacker(self._types, self._names))
+        self._local.state = state
+        return state
+
+    def _prepare(self, state: _ThreadState, key) -> tuple:
+        """The first launch of this thread on this device/context: load the module if needed and
+        remember what the next launches need. Also picks up torch when it was imported late."""
+        if state.torch_calls is None:
+            state.torch_calls = _torch_fast_calls(self._driver)
+            if state.torch_calls is not None:
+                key = state.torch_calls[0]()
+        raw = self._raw or self._bind_entry_points()
+        launch, function = self._functions.get(raw.current_context()) or self._load_for_current_context()
+        entry = (launch, function, state.packer.pack, state.packer.params_address)
+        state.entries[key] = entry
+        return entry
 
     # ---- the first launch in a context -----------------------------------------------------------
     def _bind_entry_points(self) -> RawEntryPoints:

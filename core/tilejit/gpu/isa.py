@@ -75,6 +75,28 @@ class TargetISA(abc.ABC):
     def shuffle_xor(self, builder: llir.IRBuilder, value_i32, lane_mask: int, lane_id):
         """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
 
+    # -- asynchronous copies and matrix loads (optional; NVIDIA sm_80+) --------------------------
+    @property
+    def supports_async_copy(self) -> bool:
+        """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""
+        return False
+
+    def async_copy(self, builder: llir.IRBuilder, dst_shared, src_global, nbytes: int, src_size) -> None:
+        """Copy `nbytes` (4, 8 or 16) global -> shared without registers; only `src_size` (i32)
+        bytes are read, the rest is zero-filled."""
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def async_commit(self, builder: llir.IRBuilder) -> None:
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def async_wait(self, builder: llir.IRBuilder, pending: int) -> None:
+        """Wait until at most `pending` committed groups of this thread's copies are in flight."""
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def load_matrix(self, builder: llir.IRBuilder, ptr_shared, count: int, trans: bool):
+        """`count` (1, 2, 4) 8x8 16-bit matrices from shared memory; one i32 per matrix per lane."""
+        raise CompilationError(f"{self.describe()} has no matrix loads")
+
     def trap(self, builder: llir.IRBuilder) -> None:
         call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])
 

@@ -20,6 +20,8 @@ def llir_stage(module, metadata: dict, options, isa) -> str:
         module = ir.parse_module(module)
     text, info = lower_module(module, isa, options.num_warps)
     metadata.update(info)
+    # The parameter order, as a list: a JSON object (the disk cache writes sorted keys) loses it.
+    metadata["arg_order"] = list(runtime_signature(metadata))
     return text
 
 
@@ -27,4 +29,7 @@ def runtime_signature(metadata: dict) -> dict:
     """The launcher's parameters: the kernel's signature without constexprs."""
     signature = metadata.get("signature") or {}
     constants = metadata.get("constants") or {}
+    order = metadata.get("arg_order")
+    if order is not None and all(name in signature for name in order):
+        return {name: signature[name] for name in order}
     return {name: ty for name, ty in signature.items() if ty != "constexpr" and name not in constants}

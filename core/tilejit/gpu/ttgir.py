@@ -15,6 +15,8 @@ The passes, in order (each has a `name`, so a dump says which did what):
    propagate), so index tensors are born in the right layout; then a forward walk writes the
    encodings into the types and inserts `ttg.convert_layout` wherever a use still disagrees
    (reduction results are slices, dot operands are dot-operand layouts).
+4. `tritongpu-hoist-conversions` and `tritongpu-pipeline` (`pipeline.py`): loop-invariant conversions
+   leave their loops; the loads feeding mma.sync dots are marked for multi-buffered cp.async.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..ir import ops as op_registry
 from .axis_info import AxisAnalysis, access_order, vector_width
 from .amd_layouts import select_matrix_core
 from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
+from .pipeline import hoist_invariant_conversions, pipeline_loops
 from .tensor_pointers import rewrite_tensor_pointers
 
 # New TTGIR ops, appended to the registry (one line each).
@@ -92,6 +95,7 @@ class LayoutAssignment:
     # --- pass 1: tritongpu-coalesce-anchors ----------------------------------------------------
     def coalesce_anchors(self) -> None:
         best: Dict[int, tuple] = {}
+        anchors: Dict[int, list] = {}
         for op in self.func.walk():
             if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw") or not op.operands:
                 continue
@@ -105,9 +109,17 @@ class LayoutAssignment:
             threads = self.cfg.warp_size * self.cfg.num_warps
             vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
             key = (ir.TensorType(shape, ir.i8).numel, vec)
+            anchors.setdefault(len(shape), []).append((tuple(shape), tuple(order)))
             if len(shape) not in best or key > best[len(shape)][0]:
                 best[len(shape)] = (key, shape, order, vec)
         for rank, (_, shape, order, vec) in best.items():
+            # The layout's footprint must fit every anchor of this rank that runs along the same
+            # order (matmul's A is 128x64 and B 64x128): fitted to the largest, the smaller one
+            # would be replicated over lanes, which wastes half the loads or copies.
+            for other in anchors.get(rank, ()):
+                if other[1] == order:
+                    shape = tuple(min(x, y) for x, y in zip(shape, other[0]))
+            vec = max(1, min(vec, shape[order[0]]))
             self.rank_layout[rank] = default_blocked(shape, self.cfg, order, vec)
 
     def layout_for(self, t: ir.TensorType):
@@ -135,11 +147,38 @@ class LayoutAssignment:
             if amd is not None:
                 enc = amd
             elif use_mma:
-                enc = NvidiaMmaEncoding(2, 0, mma_warps((M, N), self.cfg.num_warps), (16, 8))
+                warps = self._chained_dot_warps(op, M, N)
+                if warps is None:
+                    warps = mma_warps((M, N), self.cfg.num_warps)
+                enc = NvidiaMmaEncoding(2, 0, warps, (16, 8))
             else:
                 enc = self.layout_for(out)
             self.fixed[id(op.result)] = enc
             self._fix_accumulator(op.operands[2], enc)
+
+    def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
+        """As Triton: a dot connected to another dot of the same block (attention's QK^T feeding PV)
+        puts all warps along M (or N), so that the first result becomes the second's operand by a
+        register permutation only; a chained dot that already has an MMA layout lends its warps."""
+        block = dot.parent
+        seen, work, chained = {id(dot)}, [dot], False
+        while work:
+            op = work.pop()
+            neighbours = [v.owner for v in op.operands if isinstance(v.owner, ir.Operation)]
+            neighbours += [user for r in op.results for user, _ in r.uses]
+            for other in neighbours:
+                if other.parent is not block or id(other) in seen:
+                    continue
+                seen.add(id(other))
+                work.append(other)
+                if other.name == "tt.dot" and len(other.results[0].type.shape) == 2:
+                    enc = self.fixed.get(id(other.results[0]))
+                    if isinstance(enc, NvidiaMmaEncoding):
+                        return enc.warps_per_cta
+                    chained = True
+        if not chained:
+            return None
+        return (self.cfg.num_warps, 1) if M >= N else (1, self.cfg.num_warps)
 
     def _fix_accumulator(self, acc: ir.Value, enc) -> None:
         """A loop-carried accumulator keeps the dot's layout (no conversion in each iteration)."""
@@ -302,7 +341,8 @@ class LayoutAssignment:
         self.func.attrs["ttg.threads_per_warp"] = self.cfg.warp_size
 
 
-PASSES = ("tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul", "tritongpu-assign-layouts")
+PASSES = ("tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul",
+          "tritongpu-assign-layouts", "tritongpu-hoist-conversions", "tritongpu-pipeline")
 
 
 def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
@@ -312,5 +352,8 @@ def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
     rewrite_tensor_pointers(module)
     for func in module.functions:
         LayoutAssignment(func, cfg).run()
+        hoist_invariant_conversions(func)
+        if cfg.mma_version >= 2:
+            pipeline_loops(func, cfg.num_stages)
     ir.verify(module)
     return module

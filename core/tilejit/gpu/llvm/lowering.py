@@ -16,6 +16,7 @@ from ...errors import CompilationError, TilejitError
 from ..axis_info import AxisAnalysis
 from ..isa import I32, TargetISA
 from ..linear_layout import LinearLayout
+from ..pipeline import NUM_STAGES
 from .scalar_ops import ScalarLowering, llvm_type
 from .tensor_ops import TensorOps
 
@@ -43,6 +44,9 @@ class FunctionLowering(TensorOps):
         self.vals: Dict[int, List] = {}
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0
+        # Where the scratch of conversions and reductions starts: after the ring buffers of the
+        # pipelined loop being lowered (those stay live across the whole loop), else at 0.
+        self.scratch_offset = 0
         self._coord_cache: Dict[tuple, list] = {}
         self.b: llir.IRBuilder = None
 
@@ -127,9 +131,9 @@ class FunctionLowering(TensorOps):
 
     # --- shared memory -------------------------------------------------------------------------
     def smem_base(self, nbytes: int):
-        """The CTA's shared scratch (dynamic shared memory). Every user starts at offset 0 and is
-        fenced by barriers before and after, so the size needed is the largest single use."""
-        self.smem_bytes = max(self.smem_bytes, nbytes)
+        """The CTA's shared scratch (dynamic shared memory). Every user starts at `scratch_offset`
+        and is fenced by barriers before and after, so the size needed is the largest single use."""
+        self.smem_bytes = max(self.smem_bytes, nbytes + self.scratch_offset)
         glob = self.module.globals.get(_SMEM_NAME)
         if glob is None:
             glob = llir.GlobalVariable(self.module, llir.ArrayType(llir.IntType(8), 0), _SMEM_NAME,
@@ -142,8 +146,15 @@ class FunctionLowering(TensorOps):
         return glob
 
     def smem_ptr(self, elem_ty, index):
+        """Element `index` (i32) of the scratch, as `elem_ty`."""
         base = self.smem_base(0)
+        if self.scratch_offset:
+            base = self.b.gep(base, [llir.Constant(I32, self.scratch_offset)], source_etype=llir.IntType(8))
         return self.b.gep(base, [index], source_etype=elem_ty)
+
+    def smem_region_ptr(self, elem_ty, index):
+        """Element `index` (i32) counted from the start of shared memory (the pipeline's buffers)."""
+        return self.b.gep(self.smem_base(0), [index], source_etype=elem_ty)
 
     # --- blocks and control flow -----------------------------------------------------------------
     def lower_block(self, block: ir.Block) -> None:
@@ -179,6 +190,8 @@ class FunctionLowering(TensorOps):
         return [[self.b.phi(v.type) for v in vals] for vals in values_per_result]
 
     def lower_for(self, op: ir.Operation) -> None:
+        if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
+            return
         lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
         inits = [self.get(v) for v in op.operands[3:]]
         body = op.regions[0].blocks[0]

@@ -155,6 +155,10 @@ class TensorOps:
             if all(off in by_offset for off in dst.register_offsets()):
                 self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
                 return
+        how = self.dot_operand_plan(op.operands[0].type, op.result.type)
+        if how is not None:   # into an mma.sync operand: swizzled tile + ldmatrix
+            self.set(op.result, self.convert_to_dot_operand(op.operands[0], op.result.type, how))
+            return
         self.set(op.result, self.convert_through_shared(op.operands[0], op.result.type))
 
     def lower_reshape(self, op):
@@ -444,3 +448,4 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .convert import convert_through_shared   # noqa: E402
+    from .shared_dot import convert_to_dot_operand, dot_operand_plan, lower_pipelined_for   # noqa: E402

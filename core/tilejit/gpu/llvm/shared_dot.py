@@ -1,0 +1,323 @@
+"""mma.sync operands through swizzled shared memory (methods of `FunctionLowering`).
+
+- `convert_to_dot_operand`: a `ttg.convert_layout` into an mma.sync operand layout writes the tile
+  swizzled (vector stores along its contiguous dim) and reads the fragments with `ldmatrix`.
+- `lower_pipelined_for`: an `scf.for` marked by `tritongpu-pipeline` keeps a ring of `num_stages`
+  buffers per pipelined load; the prologue starts the copies of the first S-1 iterations with
+  `cp.async`, and iteration i waits for its own group (`cp.async.wait_group S-2`), passes one barrier
+  (every warp is done with the buffer about to be overwritten), starts the copies of iteration
+  i+S-1 from the *lookahead* address values (the loads' address slice lowered S-1 iterations ahead),
+  then reads its buffer with `ldmatrix` and runs the rest of the body.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as llir
+
+from ...errors import CompilationError
+from ..isa import I32
+from ..pipeline import copy_vector, loop_pipeline
+from ..shared_operands import SwizzledTile, plan_ldmatrix
+from .convert import _run_length
+from .scalar_ops import llvm_type
+
+I1 = llir.IntType(1)
+
+
+class LLVMArith:
+    """The `Arith` of `shared_operands` on LLVM values; Python ints stay constants (folded here, so
+    the address code has no multiplications by 0 or 1)."""
+
+    def __init__(self, builder):
+        self.b = builder
+
+    def const(self, v):
+        return int(v)
+
+    def value(self, x):
+        return llir.Constant(I32, x) if isinstance(x, int) else x
+
+    def _binary(self, a, b, fold, emit):
+        if isinstance(a, int) and isinstance(b, int):
+            return fold(a, b)
+        return emit(self.value(a), self.value(b))
+
+    def add(self, a, b):
+        if a == 0 and isinstance(a, int):
+            return b
+        if b == 0 and isinstance(b, int):
+            return a
+        return self._binary(a, b, lambda x, y: x + y, self.b.add)
+
+    def mul(self, a, b):
+        if (isinstance(a, int) and a == 0) or (isinstance(b, int) and b == 0):
+            return 0
+        if isinstance(b, int) and b == 1:
+            return a
+        if isinstance(a, int) and a == 1:
+            return b
+        if isinstance(b, int) and b & (b - 1) == 0 and not isinstance(a, int):
+            return self.b.shl(a, llir.Constant(I32, b.bit_length() - 1))
+        return self._binary(a, b, lambda x, y: x * y, self.b.mul)
+
+    def xor(self, a, b):
+        if isinstance(b, int) and b == 0:
+            return a
+        if isinstance(a, int) and a == 0:
+            return b
+        return self._binary(a, b, lambda x, y: x ^ y, self.b.xor)
+
+    def udiv(self, a, b):
+        if isinstance(b, int) and b == 1:
+            return a
+        if isinstance(b, int) and b & (b - 1) == 0 and not isinstance(a, int):
+            return self.b.lshr(a, llir.Constant(I32, b.bit_length() - 1))
+        return self._binary(a, b, lambda x, y: x // y, self.b.udiv)
+
+    def urem(self, a, b):
+        if isinstance(b, int) and b == 1:
+            return 0
+        if isinstance(b, int) and b & (b - 1) == 0 and not isinstance(a, int):
+            return self.b.and_(a, llir.Constant(I32, b - 1))
+        return self._binary(a, b, lambda x, y: x % y, self.b.urem)
+
+
+def _split_pair(self, word, elem_ty):
+    """The two 16-bit elements of an ldmatrix register (low half first)."""
+    if isinstance(elem_ty, llir.HalfType):
+        pair = self.b.bitcast(word, llir.VectorType(elem_ty, 2))
+        return [self.b.extract_element(pair, llir.Constant(I32, i)) for i in range(2)]
+    lo = self.b.trunc(word, elem_ty)
+    hi = self.b.trunc(self.b.lshr(word, llir.Constant(I32, 16)), elem_ty)
+    return [lo, hi]
+
+
+def read_dot_operand(self, tile: SwizzledTile, plan, dst_type, base_elems):
+    """The registers of `dst_type` (an mma.sync operand layout) read from the tile that starts
+    `base_elems` 16-bit elements into shared memory (an int, or an i32 value)."""
+    layout = self.layout(dst_type)
+    elem_ty = llvm_type(dst_type)
+    a = LLVMArith(self.b)
+    warp_part = [self._bit_combination(layout.warps, self.warp, d) for d in range(2)]
+    out = [None] * layout.num_registers
+    for group in plan.groups:
+        coords = plan.lane_coords(a, group, self.lane, warp_part)
+        index = a.value(a.add(base_elems, tile.offset(a, coords)))
+        ptr = self.smem_region_ptr(elem_ty, index)
+        words = self.isa.load_matrix(self.b, ptr, len(group.jobs), plan.trans)
+        for job, word in zip(group.jobs, words):
+            for reg, v in zip(job.registers, _split_pair(self, word, elem_ty)):
+                out[reg] = v
+    return out
+
+
+def dot_operand_plan(self, src_type, dst_type):
+    """(tile, plan) for converting `src_type` into the mma.sync operand `dst_type` through a swizzled
+    tile, or None when ldmatrix cannot be used (then the generic conversion runs)."""
+    from ..layouts import DotOperandEncoding, NvidiaMmaEncoding
+    enc = dst_type.encoding
+    if (not isinstance(enc, DotOperandEncoding) or not isinstance(enc.parent, NvidiaMmaEncoding)
+            or src_type.rank != 2 or not self.isa.supports_async_copy):
+        return None
+    elem_ty = llvm_type(dst_type)
+    if not (isinstance(elem_ty, llir.HalfType) or (isinstance(elem_ty, llir.IntType) and elem_ty.width == 16)):
+        return None
+    src = self.layout(src_type)
+    runs = [_run_length(src, d, 8) for d in range(2)]
+    inner = 1 if runs[1] >= runs[0] else 0
+    tile = SwizzledTile(tuple(src_type.shape), inner)
+    plan = plan_ldmatrix(self.layout(dst_type), enc.op_idx, inner) if tile.fits() else None
+    return (tile, plan, runs[inner]) if plan is not None else None
+
+
+def convert_to_dot_operand(self, value, dst_type, how):
+    """Registers -> swizzled shared tile (vector stores) -> ldmatrix."""
+    tile, plan, vec = how
+    src_t = value.type
+    src = self.layout(src_t)
+    elem_ty = llvm_type(src_t)
+    self.smem_base(tile.nbytes)
+    a = LLVMArith(self.b)
+    values = self.get(value)
+    coords = self.element_coords(src)
+    self.isa.barrier(self.b)
+    written = set()
+    offsets = src.register_offsets()
+    for r0 in range(0, len(values), vec):
+        if offsets[r0] in written:   # replicated registers hold the same element
+            continue
+        written.add(offsets[r0])
+        ptr = self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0])))
+        if vec == 1:
+            self.b.store(values[r0], ptr, align=2)
+            continue
+        packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
+        for i in range(vec):
+            packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
+        self.b.store(packed, ptr, align=2 * vec)
+    self.isa.barrier(self.b)
+    out = read_dot_operand(self, tile, plan, dst_type, self.scratch_offset // 2)
+    self.isa.barrier(self.b)
+    return out
+
+
+# ------------------------------------------------------------------------------------- pipelining
+
+class _Buffer:
+    """The ring of `stages` swizzled tiles of one pipelined load."""
+
+    def __init__(self, self_, load, convert, base_bytes, stages):
+        self.load, self.convert = load, convert
+        res_t = load.results[0].type
+        inner, self.vec = copy_vector(self_.analysis, load)
+        self.tile = SwizzledTile(tuple(res_t.shape), inner)
+        enc = convert.results[0].type.encoding
+        self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
+        if self.plan is None or self.vec < 2:
+            raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
+        self.base_bytes = base_bytes
+        self.nbytes = self.tile.nbytes * stages
+
+    def stage_base(self, a, stage):
+        """Element offset (16-bit elements) of the buffer of `stage` (int or i32)."""
+        return a.add(self.base_bytes // 2, a.mul(stage, self.tile.nbytes // 2))
+
+
+def _issue_copies(self, pipe, buffers, stage, valid):
+    """Lower the address slice (bound to the iteration to fetch) and start the cp.async of each
+    pipelined load into its buffer of `stage`; one commit group per iteration."""
+    a = LLVMArith(self.b)
+    for sop in pipe.slice_ops:
+        self.lower_op(sop)
+    for buf in buffers:
+        load = buf.load
+        ptr_v = load.operands[0]
+        layout = self.layout(ptr_v.type)
+        ptrs = self.get(ptr_v)
+        masks = self.get(load.operands[1]) if len(load.operands) > 1 else None
+        elem_ty = llvm_type(load.results[0].type)
+        nbytes = buf.vec * 2
+        coords = self.element_coords(layout)
+        base = buf.stage_base(a, stage)
+        replicated = any(not any(b) for b in list(layout.lanes) + list(layout.warps))
+        owner = self.is_owner(layout) if replicated else None
+        offsets = layout.register_offsets()
+        seen = set()
+        for r0 in range(0, len(ptrs), buf.vec):
+            if offsets[r0] in seen:
+                continue
+            seen.add(offsets[r0])
+            pred = valid if masks is None else self.b.and_(valid, masks[r0])
+            size = self.b.select(pred, llir.Constant(I32, nbytes), llir.Constant(I32, 0))
+            dst = self.smem_region_ptr(elem_ty, a.value(a.add(base, buf.tile.offset(a, coords[r0]))))
+            copy = lambda dst=dst, src=ptrs[r0], size=size: self.isa.async_copy(self.b, dst, src, nbytes, size)  # noqa
+            if owner is None:
+                copy()
+            else:
+                self._guarded(owner, copy)
+    self.isa.async_commit(self.b)
+
+
+def _next_stage(self, stage, stages):
+    plus = self.b.add(stage, llir.Constant(I32, 1))
+    wrap = self.b.icmp_unsigned("==", plus, llir.Constant(I32, stages))
+    return self.b.select(wrap, llir.Constant(I32, 0), plus)
+
+
+def lower_pipelined_for(self, op, pipe=None) -> bool:
+    """Lower a loop marked by `tritongpu-pipeline`; False when it is not pipelinable after all."""
+    pipe = pipe or loop_pipeline(op)
+    if pipe is None or not self.isa.supports_async_copy:
+        return False
+    S = pipe.stages
+    body = op.regions[0].blocks[0]
+    region_start = self.scratch_offset
+    buffers, offset = [], region_start
+    for load, convert in zip(pipe.loads, pipe.converts):
+        buf = _Buffer(self, load, convert, offset, S)
+        buffers.append(buf)
+        offset += (buf.nbytes + 127) // 128 * 128
+    self.smem_base(offset - region_start)
+    self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
+    lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
+    inits = [self.get(v) for v in op.operands[3:]]
+    convert_of = {id(buf.convert): buf for buf in buffers}
+
+    def bind(iv, args):
+        self.set(body.args[0], [iv])
+        for k, vals in args.items():
+            self.set(body.args[k + 1], vals)
+
+    # prologue: iterations 0 .. S-2
+    look = {k: inits[k] for k in pipe.slice_args}
+    iv = lb
+    for s in range(S - 1):
+        bind(iv, look)
+        _issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub))
+        look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+        iv = self.b.add(iv, step)
+    pre = self.b.block
+    fn = pre.function
+    header = fn.append_basic_block("pipe.header")
+    body_bb = fn.append_basic_block("pipe.body")
+    exit_bb = fn.append_basic_block("pipe.exit")
+    self.b.branch(header)
+    self.b.position_at_end(header)
+    iv_phi = self.b.phi(lb.type, name="iv")
+    iv_phi.add_incoming(lb, pre)
+    carried = []
+    for vals in inits:
+        phis = [self.b.phi(v.type) for v in vals]
+        for p, v in zip(phis, vals):
+            p.add_incoming(v, pre)
+        carried.append(phis)
+    look_phis = {}
+    for k, vals in look.items():
+        look_phis[k] = [self.b.phi(v.type) for v in vals]
+        for p, v in zip(look_phis[k], vals):
+            p.add_incoming(v, pre)
+    read_stage = self.b.phi(I32, name="read_stage")
+    read_stage.add_incoming(llir.Constant(I32, 0), pre)
+    write_stage = self.b.phi(I32, name="write_stage")
+    write_stage.add_incoming(llir.Constant(I32, S - 1), pre)
+    self.b.cbranch(self.b.icmp_signed("<", iv_phi, ub), body_bb, exit_bb)
+
+    self.b.position_at_end(body_bb)
+    self.isa.async_wait(self.b, S - 2)   # this iteration's tiles have landed (for this thread) ...
+    self.isa.barrier(self.b)             # ... for every thread; the oldest buffer is free again
+    ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
+    bind(ahead, look_phis)
+    _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub))
+    next_look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+    bind(iv_phi, {k: carried[k] for k in range(len(carried))})
+    a = LLVMArith(self.b)
+    for inner in body.ops[:-1]:
+        if id(inner) in pipe.main_skip:
+            continue
+        buf = convert_of.get(id(inner))
+        if buf is not None:
+            self.set(inner.results[0], read_dot_operand(self, buf.tile, buf.plan, inner.results[0].type,
+                                                         buf.stage_base(a, read_stage)))
+            continue
+        self.lower_op(inner)
+    yielded = [carried[k] if k in pipe.dead_carries else self.get(v) for k, v in enumerate(body.ops[-1].operands)]
+    next_read, next_write = _next_stage(self, read_stage, S), _next_stage(self, write_stage, S)
+    latch = self.b.block
+    iv_phi.add_incoming(self.b.add(iv_phi, step), latch)
+    for phis, vals in zip(carried, yielded):
+        for p, v in zip(phis, vals):
+            p.add_incoming(v, latch)
+    for k, phis in look_phis.items():
+        for p, v in zip(phis, next_look[k]):
+            p.add_incoming(v, latch)
+    read_stage.add_incoming(next_read, latch)
+    write_stage.add_incoming(next_write, latch)
+    self.b.branch(header)
+
+    self.b.position_at_end(exit_bb)
+    self.isa.async_wait(self.b, 0)   # no copy may land in memory that scratch users reuse
+    self.isa.barrier(self.b)
+    self.scratch_offset = region_start
+    for r, phis in zip(op.results, carried):
+        self.set(r, phis)
+    return True
+

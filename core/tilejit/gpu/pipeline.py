@@ -1,0 +1,227 @@
+"""`tritongpu-pipeline`: software pipelining of the loads that feed mma.sync dots, and
+`tritongpu-hoist-conversions`: loop-invariant layout conversions moved out of loops.
+
+A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose only user is a
+`ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce, its `other` is
+zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
+and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
+values defined before the loop (the *address slice*). The pass only marks: the load gets
+`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`llvm/pipeline.py`) then copies
+the tiles of iterations i+1 .. i+S-1 into a ring of S swizzled shared-memory buffers with `cp.async`
+while iteration i reads its tile with `ldmatrix` (Triton's multi-buffering, as in its
+`tritongpu-pipeline` with `num_stages`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Set
+
+from .. import ir
+from .axis_info import AxisAnalysis, vector_width
+from .layouts import DotOperandEncoding, NvidiaMmaEncoding
+from .shared_operands import SwizzledTile, plan_ldmatrix
+
+PIPELINED = "ttg.pipelined"
+NUM_STAGES = "ttg.num_stages"
+# Shared memory the ring buffers of one loop may take (H100/A100 give a CTA up to 227/163 KiB; the
+# rest is left to the scratch that reductions and conversions use inside the loop).
+SMEM_BUDGET = 144 * 1024
+
+_SIDE_EFFECTS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot", "tt.print", "tt.assert",
+                 "tt.call", "gpu.barrier", "tt.return", "scf.yield", "scf.condition")
+
+
+@dataclass
+class LoopPipeline:
+    """What the lowering needs to pipeline one marked loop."""
+    loop: ir.Operation
+    stages: int
+    loads: List[ir.Operation]
+    converts: List[ir.Operation]
+    slice_ops: List[ir.Operation]          # body ops computing the loads' operands, in body order
+    slice_args: List[int]                  # iter-arg indices (into the loop results) the slice reads
+    main_skip: Set[int] = field(default_factory=set)   # ids of body ops the normal pass leaves out
+    # Iter args only the address slice reads and nobody reads after the loop: the lookahead carries
+    # them, so the normal pass does not advance them (no second set of pointers in registers).
+    dead_carries: Set[int] = field(default_factory=set)
+
+
+def _is_zero_constant(v: ir.Value) -> bool:
+    owner = v.owner
+    if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
+        return False
+    value = owner.attrs.get("value")
+    if isinstance(value, ir.DenseAttr):
+        return all(float(x) == 0.0 for x in value.values)
+    return isinstance(value, (int, float)) and float(value) == 0.0
+
+
+def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
+    uses = load.results[0].uses
+    if len(uses) != 1:
+        return None
+    user = uses[0][0]
+    enc = user.results[0].type.encoding if user.name == "ttg.convert_layout" else None
+    if (user.parent is not load.parent or not isinstance(enc, DotOperandEncoding)
+            or not isinstance(enc.parent, NvidiaMmaEncoding)):
+        return None
+    return user
+
+
+def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
+    """(inner dim, elements per cp.async) of a load's pointer layout: the dim its registers run along
+    in memory-contiguous vectors; (None, 1) when no vector of >= 4 bytes exists."""
+    from .llvm.convert import _run_length
+    ptr = load.operands[0]
+    mask = load.operands[1] if len(load.operands) > 1 else None
+    layout = ptr.type.encoding.to_linear(ptr.type.shape)
+    best = (None, 1)
+    for dim in range(2):
+        vec = min(vector_width(analysis, ptr, dim, mask), 8)
+        vec = _run_length(layout, dim, vec) if vec > 1 else 1
+        if vec > best[1]:
+            best = (dim, vec)
+    return best
+
+
+def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
+    if load.name != "tt.load" or len(load.operands) > 3 or load.attrs.get("is_volatile"):
+        return False
+    ptr, res = load.operands[0], load.results[0].type
+    if not isinstance(ptr.type, ir.TensorType) or ir.is_block_ptr(ptr.type) or res.rank != 2:
+        return False
+    if str(ir.element_type(res)) not in ("f16", "bf16") or ptr.type.encoding is None:
+        return False
+    if len(load.operands) == 3 and not _is_zero_constant(load.operands[2]):
+        return False
+    convert = _dot_operand_convert(load)
+    if convert is None:
+        return False
+    inner, vec = copy_vector(analysis, load)
+    if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
+        return False
+    enc = convert.results[0].type.encoding
+    return plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None
+
+
+def _address_slice(loop: ir.Operation, loads):
+    """(slice ops in body order, iter-arg indices) or None when an address depends on anything but
+    pure ops, the induction variable, self-advancing iter args and values from before the loop."""
+    body = loop.regions[0].blocks[0]
+    in_body = {id(op) for op in body.ops}
+    load_ids = {id(op) for op in loads}
+    yield_op = body.ops[-1]
+    chosen, args = set(), set()
+    work = [v for op in loads for v in op.operands]
+    while work:
+        v = work.pop()
+        if isinstance(v, ir.BlockArgument):
+            if v.block is body and v.index >= 1 and (v.index - 1) not in args:
+                args.add(v.index - 1)
+                work.append(yield_op.operands[v.index - 1])
+            continue
+        op = v.owner
+        if not isinstance(op, ir.Operation) or id(op) not in in_body or id(op) in chosen:
+            continue
+        if id(op) in load_ids or op.regions or op.name in _SIDE_EFFECTS or op.name.startswith("scf."):
+            return None
+        chosen.add(id(op))
+        work.extend(op.operands)
+    return [op for op in body.ops if id(op) in chosen], sorted(args)
+
+
+def _main_skip(body: ir.Block, loads, slice_ops, dead=frozenset()) -> Set[int]:
+    """The loads, and slice ops whose results only feed skipped ops or the yields of dead carries
+    (left out of the normal pass: the lookahead computes them)."""
+    skip = {id(op) for op in loads}
+    candidates = {id(op) for op in slice_ops}
+    yield_op = body.ops[-1]
+    for op in reversed(body.ops):
+        if id(op) in candidates and all(id(user) in skip or (user is yield_op and idx in dead)
+                                        for r in op.results for user, idx in r.uses):
+            skip.add(id(op))
+    return skip
+
+
+def _dead_carries(loop: ir.Operation, args, loads, slice_ops) -> Set[int]:
+    """Start from every slice arg unused after the loop; drop those read by an op the normal pass
+    keeps, until the set is stable."""
+    body = loop.regions[0].blocks[0]
+    yield_op = body.ops[-1]
+    dead = {k for k in args if not loop.results[k].uses}
+    while True:
+        skip = _main_skip(body, loads, slice_ops, frozenset(dead))
+        keep = {k for k in dead
+                if all(id(user) in skip or (user is yield_op and idx == k) for user, idx in body.args[k + 1].uses)}
+        if keep == dead:
+            return dead
+        dead = keep
+
+
+def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
+    """The pipelining plan of a loop the pass marked (None when unmarked)."""
+    stages = loop.attrs.get(NUM_STAGES)
+    if not stages:
+        return None
+    body = loop.regions[0].blocks[0]
+    loads = [op for op in body.ops if op.name == "tt.load" and op.attrs.get(PIPELINED)]
+    found = _address_slice(loop, loads)
+    if not loads or found is None:
+        return None
+    slice_ops, args = found
+    converts = [_dot_operand_convert(op) for op in loads]
+    dead = _dead_carries(loop, args, loads, slice_ops)
+    return LoopPipeline(loop, int(stages), loads, converts, slice_ops, args,
+                        _main_skip(body, loads, slice_ops, frozenset(dead)), dead)
+
+
+def pipeline_loops(func: ir.Operation, num_stages: int) -> None:
+    """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2)."""
+    if num_stages < 2:
+        return
+    analysis = AxisAnalysis(func)
+    for loop in [op for op in func.walk() if op.name == "scf.for"]:
+        body = loop.regions[0].blocks[0]
+        loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op)]
+        # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
+        while loads and _address_slice(loop, loads) is None:
+            loads = [op for op in loads if _address_slice(loop, [op]) is not None]
+        if not loads:
+            continue
+        per_stage = sum(op.results[0].type.numel * 2 for op in loads)
+        stages = num_stages
+        while stages > 2 and per_stage * stages > SMEM_BUDGET:
+            stages -= 1
+        if per_stage * stages > SMEM_BUDGET:
+            continue
+        for op in loads:
+            op.attrs[PIPELINED] = True
+        loop.attrs[NUM_STAGES] = stages
+
+
+def hoist_invariant_conversions(func: ir.Operation) -> None:
+    """Move each `ttg.convert_layout` whose operand is defined outside its loop to before the loop
+    (repeatedly, out of nested loops), so the conversion runs once instead of every iteration."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(func.walk()):
+            if op.name != "ttg.convert_layout" or op.parent is None:
+                continue
+            loop = op.parent.parent_op
+            if loop is None or loop.name not in ("scf.for", "scf.while"):
+                continue
+            if not _defined_outside(op.operands[0], loop):
+                continue
+            op.parent.ops.remove(op)
+            outer = loop.parent
+            outer.insert(outer.ops.index(loop), op)
+            changed = True
+
+
+def _defined_outside(v: ir.Value, loop: ir.Operation) -> bool:
+    owner = v.owner
+    if isinstance(v, ir.BlockArgument):
+        holder = owner.parent_op
+        return holder is not loop and not (holder is not None and loop.is_ancestor_of(holder))
+    return isinstance(owner, ir.Operation) and not loop.is_ancestor_of(owner)

@@ -1,0 +1,196 @@
+"""Dot operands in shared memory: the swizzled tile layout and the `ldmatrix` plan that reads it.
+
+A 16-bit operand tile (A: M x K, B: K x N) is stored row by row along its memory-contiguous dim
+(`inner`), in 16-byte chunks. Chunk `c` of row `r` is stored at chunk `c ^ ((r // per_phase) %
+max_phase)` (Triton's `#ttg.swizzled_shared` with vec = 8): the 8 rows one `ldmatrix` matrix reads,
+and the rows a warp's 16-byte `cp.async` writes touch, then fall in 8 different 16-byte bank groups,
+so neither side has bank conflicts.
+
+`ldmatrix.x4` gives each lane one 32-bit register per 8x8 matrix; in (nonK, K) terms lane `l`
+receives elements (nonK = l / 4, K = 2 * (l % 4) + {0, 1}) of each matrix, which is exactly the
+mma.sync m16n8k16 fragment of A (a0..a7) and B (b0..b3). When the tile is stored with K
+contiguous the plain form is used; when the non-K dim is contiguous, `.trans`.
+
+Everything here computes with an `Arith` (Python ints in tests, LLVM values in the lowering), so the
+same address code that is emitted is checked by a simulation of `ldmatrix` in the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from .linear_layout import LinearLayout
+
+CHUNK_BYTES = 16
+
+
+class IntArith:
+    """Address arithmetic on Python ints (used by the tests' simulation)."""
+
+    def const(self, v):
+        return v
+
+    def add(self, a, b):
+        return a + b
+
+    def mul(self, a, b):
+        return a * b
+
+    def xor(self, a, b):
+        return a ^ b
+
+    def udiv(self, a, b):
+        return a // b
+
+    def urem(self, a, b):
+        return a % b
+
+
+@dataclass(frozen=True)
+class SwizzledTile:
+    """A [d0, d1] tile of `elem_bytes`-byte elements stored along `inner` with an XOR swizzle."""
+    shape: Tuple[int, int]
+    inner: int
+    elem_bytes: int = 2
+
+    @property
+    def width(self) -> int:
+        return self.shape[self.inner]
+
+    @property
+    def rows(self) -> int:
+        return self.shape[1 - self.inner]
+
+    @property
+    def vec(self) -> int:
+        return CHUNK_BYTES // self.elem_bytes
+
+    @property
+    def per_phase(self) -> int:
+        return max(1, 128 // (self.width * self.elem_bytes))
+
+    @property
+    def max_phase(self) -> int:
+        return max(1, min(self.width // self.vec, 8 // self.per_phase))
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.elem_bytes
+
+    def fits(self) -> bool:
+        """Whole 16-byte chunks per row (what the swizzle and ldmatrix need)."""
+        return self.width % self.vec == 0 and self.width >= self.vec
+
+    def offset(self, a, coords):
+        """Element offset of logical `coords` (two Arith values) inside the tile."""
+        row, col = coords[1 - self.inner], coords[self.inner]
+        vec, per_phase, max_phase = self.vec, self.per_phase, self.max_phase
+        chunk = a.udiv(col, a.const(vec))
+        within = a.urem(col, a.const(vec))
+        phase = a.urem(a.udiv(row, a.const(per_phase)), a.const(max_phase)) if max_phase > 1 else a.const(0)
+        phys = a.xor(chunk, phase) if max_phase > 1 else chunk
+        return a.add(a.add(a.mul(row, a.const(self.width)), a.mul(phys, a.const(vec))), within)
+
+
+@dataclass(frozen=True)
+class MatrixJob:
+    """One 8x8 matrix of an operand: its corner in register-offset coordinates (nonK, K) and the two
+    registers (of the dot-operand layout) that receive its two halves."""
+    non_k: int
+    k: int
+    registers: Tuple[int, int]
+
+
+@dataclass(frozen=True)
+class MatrixGroup:
+    """Up to 4 jobs served by one ldmatrix: the job of lane slot `s` (lanes 8s..8s+7) has its corner
+    at `base + (s & 1) * step0 + (s >> 1) * step1` (steps in (nonK, K))."""
+    jobs: Tuple[MatrixJob, ...]
+    step0: Tuple[int, int]
+    step1: Tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LdmatrixPlan:
+    op_idx: int
+    trans: bool
+    groups: Tuple[MatrixGroup, ...]
+
+    @property
+    def k_dim(self) -> int:
+        return 1 if self.op_idx == 0 else 0
+
+    def lane_coords(self, a, group: MatrixGroup, lane, warp_part):
+        """Logical coordinates (d0, d1) of the 8 contiguous elements lane `lane` points `ldmatrix` at
+        for `group` (`warp_part`: the warp's coordinate offsets, per dim, as Arith values)."""
+        slot = a.udiv(lane, a.const(8))
+        row = a.urem(lane, a.const(8))
+        bit0 = a.urem(slot, a.const(2))
+        bit1 = a.udiv(slot, a.const(2))
+        base = group.jobs[0]
+        non_k = a.add(a.const(base.non_k), a.add(a.mul(bit0, a.const(group.step0[0])),
+                                                 a.mul(bit1, a.const(group.step1[0]))))
+        k = a.add(a.const(base.k), a.add(a.mul(bit0, a.const(group.step0[1])), a.mul(bit1, a.const(group.step1[1]))))
+        if self.trans:
+            k = a.add(k, row)
+        else:
+            non_k = a.add(non_k, row)
+        coords = [None, None]
+        coords[self.k_dim], coords[1 - self.k_dim] = k, non_k
+        return [a.add(coords[d], warp_part[d]) for d in range(2)]
+
+
+def _basis(rank: int, dim: int, value: int):
+    return tuple(value if d == dim else 0 for d in range(rank))
+
+
+def plan_ldmatrix(layout: LinearLayout, op_idx: int, inner: int) -> Optional[LdmatrixPlan]:
+    """How to fill the registers of dot-operand layout `layout` (mma.sync m16n8k16, operand `op_idx`)
+    with ldmatrix from a tile stored along `inner`; None when the layout is not the fragment layout
+    ldmatrix produces (then the generic conversion is used)."""
+    if layout.rank != 2:
+        return None
+    k_dim = 1 if op_idx == 0 else 0
+    nk_dim = 1 - k_dim
+    want_lanes = (_basis(2, k_dim, 2), _basis(2, k_dim, 4), _basis(2, nk_dim, 1), _basis(2, nk_dim, 2),
+                  _basis(2, nk_dim, 4))
+    if tuple(layout.lanes) != want_lanes or not layout.registers or layout.registers[0] != _basis(2, k_dim, 1):
+        return None
+    if any(b[k_dim] for b in layout.warps):
+        return None
+    by_corner = {}
+    for r, off in enumerate(layout.register_offsets()):
+        corner = (off[nk_dim], off[k_dim] & ~1)
+        if corner[0] % 8 or corner[1] % 8:
+            return None
+        by_corner.setdefault(corner, [None, None])[off[k_dim] & 1] = r
+    if any(None in regs for regs in by_corner.values()):
+        return None
+    jobs = {c: MatrixJob(c[0], c[1], tuple(regs)) for c, regs in by_corner.items()}
+    return LdmatrixPlan(op_idx, inner != k_dim, _group_jobs(jobs))
+
+
+def _group_jobs(jobs) -> Tuple[MatrixGroup, ...]:
+    """Greedy: from the lowest corner c, the next nonK corner (dn) and the next K corner (dk = 8);
+    {c, c+dn, c+dk, c+dn+dk} when all are there (x4), else four corners along K (x4), else a pair
+    (x2), else one (x1)."""
+    left = dict(jobs)
+    groups = []
+    while left:
+        nk, k = min(left, key=lambda c: (c[1], c[0]))
+        later = sorted(c[0] for c in left if c[1] == k and c[0] > nk)
+        dn = (later[0] - nk, 0) if later else None
+        dk = (0, 8)
+        add = lambda d: (nk + d[0], k + d[1])  # noqa: E731
+        if dn and all(c in left for c in (add(dn), add(dk), (nk + dn[0], k + 8))):
+            corners, step0, step1 = [(nk, k), add(dn), add(dk), (nk + dn[0], k + 8)], dn, dk
+        elif all(c in left for c in ((nk, k + 8), (nk, k + 16), (nk, k + 24))):   # one nonK tile: along K
+            corners, step0, step1 = [(nk, k), (nk, k + 8), (nk, k + 16), (nk, k + 24)], dk, (0, 16)
+        elif add(dk) in left:
+            corners, step0, step1 = [(nk, k), add(dk)], dk, (0, 0)
+        elif dn:
+            corners, step0, step1 = [(nk, k), add(dn)], dn, (0, 0)
+        else:
+            corners, step0, step1 = [(nk, k)], (0, 0), (0, 0)
+        groups.append(MatrixGroup(tuple(left.pop(c) for c in corners), step0, step1))
+    return tuple(groups)

@@ -1,0 +1,106 @@
+"""tritongpu-pipeline / hoist-conversions on TTGIR, and the cp.async + ldmatrix code they lead to
+(compiled to PTX for sm_90 on any machine)."""
+import os
+import sys
+
+import pytest
+
+import tilejit
+import tilejit.language as tl
+from tilejit.backends import GPUTarget
+from tilejit.frontend.source import ASTSource
+from tilejit.gpu.pipeline import NUM_STAGES, PIPELINED, loop_pipeline
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+
+
+@tilejit.jit
+def _matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            OTHER: tl.constexpr):
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=OTHER)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+D16 = [["tt.divisibility", 16]]
+
+
+def _compile(num_stages=3, other=0.0, arch=90):
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
+    src = ASTSource(_matmul, sig, {"BM": 128, "BN": 128, "BK": 64, "OTHER": other}, {(i,): D16 for i in range(6)})
+    return tilejit.compile(src, target=GPUTarget.parse(f"cuda:{arch}"),
+                           options={"num_warps": 8, "num_stages": num_stages})
+
+
+@pytest.fixture(scope="module")
+def pipelined():
+    return _compile()
+
+
+def test_dot_loads_are_marked_and_the_plan_found(pipelined):
+    text = pipelined.asm["ttgir"]
+    assert text.count(f"{PIPELINED} = true") == 2
+    assert f"{NUM_STAGES} = 3" in text
+    module = tilejit.ir.parse_module(text)
+    loop = next(op for op in module.functions[0].walk() if op.name == "scf.for")
+    plan = loop_pipeline(loop)
+    assert plan is not None and len(plan.loads) == 2 and plan.stages == 3
+    assert len(plan.dead_carries) == 2   # the two pointers advance only in the lookahead
+
+
+def test_ptx_has_multi_buffered_cp_async_and_ldmatrix(pipelined):
+    ptx = pipelined.asm["ptx"]
+    # 16-byte copies where the layout gives 8 halves a thread, 8-byte ones where the f32 store's
+    # layout (4 a thread) was chosen for every rank-2 tensor
+    assert "cp.async.cg.shared.global" in ptx or "cp.async.ca.shared.global" in ptx
+    assert "cp.async.wait_group \t1" in ptx
+    assert ptx.count("cp.async.commit_group") == 3                       # 2 prologue stages + the loop
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx                # A: K contiguous
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx          # B: N contiguous
+    assert "ld.global" not in ptx                                           # no register staging
+    # 3 stages of a 128x64 and a 64x128 fp16 tile
+    assert pipelined.metadata["shared"] >= 3 * 2 * 128 * 64 * 2
+
+
+def test_no_pipelining_with_one_stage_or_nonzero_other():
+    ck = _compile(num_stages=1)
+    assert "cp.async" not in ck.asm["ptx"]
+    assert "ldmatrix" in ck.asm["ptx"]    # the conversion into mma operands still uses ldmatrix
+    ck = _compile(other=1.0)              # cp.async zero-fills: A (other=1) stays a register load
+    assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 1 and "ld.global" in ck.asm["ptx"]
+
+
+def test_no_async_copies_before_sm80():
+    ck = _compile(arch=75)
+    assert "cp.async" not in ck.asm["ptx"] and "mma.sync" not in ck.asm["ptx"]
+
+
+def test_attention_chains_dots_with_warps_along_m_and_hoists_q():
+    from common import load_kernels
+    k = load_kernels("tilejit")
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "seq_len": "i32",
+           "sm_scale": "fp32", "stride_h": "i32", "stride_s": "i32", "HEAD_DIM": "constexpr",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+    src = ASTSource(k.attention_fwd_kernel, sig, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64},
+                    {(i,): D16 for i in (0, 1, 2, 3, 4, 6, 7)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 2})
+    ttgir = ck.asm["ttgir"]
+    assert "warpsPerCTA = [4, 1], instrShape" in ttgir and "warpsPerCTA = [2, 2], instrShape" not in ttgir
+    module = tilejit.ir.parse_module(ttgir)
+    loop = next(op for op in module.functions[0].walk() if op.name == "scf.for")
+    body = loop.regions[0].blocks[0]
+    # Q's conversion into the dot operand is loop-invariant: it runs once, before the loop.
+    inside = [op for op in body.ops if op.name == "ttg.convert_layout" and "opIdx = 0" in str(op.results[0].type)]
+    assert all(op.operands[0].owner.parent is body for op in inside)
+    assert loop_pipeline(loop) is not None   # V is pipelined

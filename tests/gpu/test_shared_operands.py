@@ -1,0 +1,71 @@
+"""The swizzled shared tile and the ldmatrix plan, checked by simulating ldmatrix lane by lane: every
+register of the mma.sync operand layout must receive the tile element its layout coordinates name."""
+import pytest
+
+from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
+from tilejit.gpu.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
+
+
+def _simulate(shape, op_idx, inner, warps):
+    layout = DotOperandEncoding(op_idx, NvidiaMmaEncoding(2, 0, warps), 2).to_linear(shape)
+    tile = SwizzledTile(shape, inner)
+    a = IntArith()
+    smem = [None] * (shape[0] * shape[1])
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            off = tile.offset(a, (i, j))
+            assert smem[off] is None, "the swizzle must be a bijection"
+            smem[off] = (i, j)
+    plan = plan_ldmatrix(layout, op_idx, inner)
+    assert plan is not None
+    assert plan.trans == (inner != (1 if op_idx == 0 else 0))
+    filled = {}
+    for warp in range(layout.num_warps):
+        warp_part = layout.coords(0, 0, warp)
+        for group in plan.groups:
+            addrs = [tile.offset(a, plan.lane_coords(a, group, lane, warp_part)) for lane in range(32)]
+            assert all(x % 8 == 0 for x in addrs), "ldmatrix rows are whole 16-byte chunks"
+            for s, job in enumerate(group.jobs):
+                rows = [smem[addrs[8 * s + i]: addrs[8 * s + i] + 8] for i in range(8)]
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    got = ((rows[g][2 * t], rows[g][2 * t + 1]) if not plan.trans
+                           else (rows[2 * t][g], rows[2 * t + 1][g]))
+                    for h in range(2):
+                        filled[(warp, lane, job.registers[h])] = got[h]
+    for warp in range(layout.num_warps):
+        for lane in range(32):
+            for r in range(layout.num_registers):
+                assert filled[(warp, lane, r)] == layout.coords(r, lane, warp), (warp, lane, r)
+    return plan
+
+
+@pytest.mark.parametrize("shape,op_idx,inner,warps", [
+    ((128, 64), 0, 1, (2, 4)),    # matmul A, K contiguous
+    ((64, 128), 1, 1, (2, 4)),    # matmul B, N contiguous: .trans
+    ((64, 64), 1, 0, (4, 1)),     # attention K^T: K contiguous
+    ((64, 64), 1, 1, (4, 1)),     # attention V
+    ((128, 64), 0, 1, (4, 1)),    # attention Q
+    ((32, 32), 0, 0, (2, 2)),     # A stored M-contiguous: .trans
+    ((64, 32), 1, 1, (1, 4)),     # 64-byte rows: per_phase 2
+    ((16, 16), 0, 1, (1, 1)),     # 32-byte rows, a single x4
+])
+def test_ldmatrix_plan_reads_every_fragment(shape, op_idx, inner, warps):
+    plan = _simulate(shape, op_idx, inner, warps)
+    assert sum(len(g.jobs) == 4 for g in plan.groups) >= len(plan.groups) - 1   # x4 wherever possible
+
+
+def test_swizzle_spreads_ldmatrix_rows_over_all_banks():
+    a = IntArith()
+    for shape, inner in (((128, 64), 1), ((64, 128), 1), ((64, 32), 1)):
+        tile = SwizzledTile(shape, inner)
+        for col in range(0, tile.width, 8):
+            # the 8 rows one matrix reads: distinct 16-byte bank groups (128-byte bank window)
+            groups = {(tile.offset(a, (r, col) if inner == 1 else (col, r)) * 2 % 128) // 16 for r in range(8)}
+            assert len(groups) == 8, (shape, col)
+
+
+def test_non_fragment_layouts_have_no_plan():
+    from tilejit.gpu.layouts import BlockedEncoding
+    blocked = BlockedEncoding((1, 8), (4, 8), (4, 1), (1, 0)).to_linear((64, 64))
+    assert plan_ldmatrix(blocked, 0, 1) is None
