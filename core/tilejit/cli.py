@@ -226,7 +226,7 @@ def cmd_compile(args) -> int:
         written.append(path)
     meta_path = os.path.join(args.output, f"{base}.json")
     with open(meta_path, "w", encoding="utf-8") as f:
-        json.dump(compiled.metadata, f, indent=2, sort_keys=True, default=str)
+        json.dump(compiled.metadata, f, indent=2, default=str)
     written.append(meta_path)
     print(f"compiled {base} for {target}:")
     for path in written:

@@ -333,7 +333,7 @@ def _dump(dump_dir: str, metadata: dict, asm: dict) -> None:
         with open(os.path.join(folder, f"{kernel}.{stage}"), mode) as f:
             f.write(artifact)
     with open(os.path.join(folder, f"{kernel}.json"), "w") as f:
-        json.dump(metadata, f, indent=2, sort_keys=True)
+        json.dump(metadata, f, indent=2)
 
 
 def _load_from_disk(key: str, src_name: str, target):

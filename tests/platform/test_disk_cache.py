@@ -31,6 +31,15 @@ def test_round_trip_keeps_text_and_bytes():
         assert f.read() == artifacts_for(1)["ptx"]  # raw files, readable with any tool
 
 
+def test_metadata_keeps_the_order_of_its_keys():
+    # The signature's order is the kernel's parameter order: a launcher built from a cached entry
+    # packs arguments in that order, so the cache must not reorder it (sorted keys broke launches).
+    signature = {"x_ptr": "*fp32", "n": "i32", "a_ptr": "*fp16", "BLOCK": "constexpr"}
+    FileCacheManager("order").store({"name": "k", "signature": signature}, artifacts_for(2))
+    metadata, _ = FileCacheManager("order").load()
+    assert list(metadata["signature"]) == ["x_ptr", "n", "a_ptr", "BLOCK"]
+
+
 def test_miss_and_no_leftovers():
     assert FileCacheManager("absent").load() is None
     FileCacheManager("k2").store(META, artifacts_for(2))

@@ -150,7 +150,7 @@ class FileCacheManager:
             manifest = {"format": FORMAT_VERSION, "key": self.key, "created": time.time(),
                         "metadata": metadata, "artifacts": records}
             with open(os.path.join(staging, MANIFEST), "w", encoding="utf-8") as f:
-                json.dump(manifest, f, indent=1, sort_keys=True)
+                json.dump(manifest, f, indent=1)
             try:
                 os.rename(staging, self.path)
                 staging = None
