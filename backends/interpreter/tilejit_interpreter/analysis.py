@@ -196,3 +196,22 @@ def largest_tensor(func: ir.Operation) -> int:
             elif isinstance(t, ir.PointerType) and isinstance(t.pointee, ir.TensorType):
                 largest = max(largest, t.pointee.numel)
     return largest
+
+
+# Ops that write memory through their first operand (a pointer, block pointer or descriptor).
+WRITING_OPS = {"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_store"}
+
+
+def written_slots(func: ir.Operation, analysis: Analysis):
+    """The slots the function may write, or None when that is not known (a write through a pointer
+    of unknown slot, or a call: callees see only pointers of unknown slot)."""
+    written = set()
+    for op in func.walk():
+        if op.name == "tt.call":
+            return None
+        if op.name in WRITING_OPS:
+            slot = analysis.slot(op.operands[0])
+            if slot < 0:
+                return None
+            written.add(slot)
+    return written

@@ -17,7 +17,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
-from .analysis import Analysis, function_arg_slots, largest_tensor
+from .analysis import Analysis, function_arg_slots, largest_tensor, written_slots
 from .codegen_ops import FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, ValueOpsMixin, py_literal
 from .memory import DYNAMIC
 
@@ -113,9 +113,12 @@ class ProgramGenerator(ValueOpsMixin):
     def function(self, func: ir.Operation, fname: str, analysis: Analysis, act: Optional[str]) -> None:
         self.analysis = analysis
         self.names: Dict[ir.Value, str] = {}
-        # addptr results only loaded or stored through: value -> (scalar base pointer, offsets).
+        # Pointer tensors only loaded or stored through (addptr/broadcast chains over a splat scalar):
+        # value -> (scalar base pointer, offset terms, (lead, first) when the one term is
+        # `lead + make_range(first, ..)`, see row_offsets).
         self.fused_pointers: Dict[ir.Value, tuple] = {}
-        self.index_offsets: Dict[tuple, ir.Value] = {}  # (offsets, block) -> offsets as intp
+        # Slots this function never writes: a load from them may return a view of the argument.
+        self.written = written_slots(func, analysis)
         self.lines: List[str] = []
         self.indent = 1
         self.act = act
@@ -422,12 +425,28 @@ class ProgramGenerator(ValueOpsMixin):
         other = self.name(op.operands[2]) if len(op.operands) > 2 else "None"
         fused = self.fused_pointers.get(ptr)
         if fused is not None:
-            base, offsets = fused
-            self.define(r, f"rt.load_offsets(mem, {site}, {slot}, {self.name(base)}, {self.name(offsets)}, "
-                           f"{self.masked(mask, len(shape))}, {other}, {dtype}, {shape}, P, {is_bool})", op)
+            base, terms, rows = fused
+            self.define(r, f"rt.load_offsets(mem, {site}, {slot}, {self.name(base)}, "
+                           f"{self.fused_offsets(terms, shape)}, "
+                           f"{self.masked(mask, len(shape))}, {other}, {dtype}, {shape}, P, {is_bool}"
+                           f"{self.rows_argument(rows)}{self.view_argument(slot, rows)})", op)
             return
         self.define(r, f"rt.load(mem, {site}, {slot}, {self.name(ptr)}, {self.masked(mask, len(shape))}, "
                        f"{other}, {dtype}, {shape}, P, {is_bool}, {self.analysis.is_aligned(ptr)})", op)
+
+    def rows_argument(self, rows) -> str:
+        """`, rows=(lead, first)` for offsets that are runs of consecutive elements (or nothing)."""
+        if rows is None:
+            return ""
+        lead, first = rows
+        return f", rows=({self.name(lead) if lead is not None else 0}, {first})"
+
+    def view_argument(self, slot: int, rows) -> str:
+        """`, fresh=False` when a load of consecutive elements may return a view of the argument:
+        nothing in the kernel writes its slot (the launch checks that no other argument overlaps)."""
+        if rows is None or self.written is None or slot in self.written:
+            return ""
+        return ", fresh=False"
 
     def op_tt_store(self, op: ir.Operation) -> None:
         ptr, value = op.operands[0], op.operands[1]
@@ -442,9 +461,10 @@ class ProgramGenerator(ValueOpsMixin):
         mask = op.operands[2] if len(op.operands) > 2 else None
         fused = self.fused_pointers.get(ptr)
         if fused is not None:
-            base, offsets = fused
-            self.emit(f"rt.store_offsets(mem, {site}, {slot}, {self.name(base)}, {self.name(offsets)}, "
-                      f"{self.name(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape})" + self.where(op))
+            base, terms, rows = fused
+            self.emit(f"rt.store_offsets(mem, {site}, {slot}, {self.name(base)}, {self.fused_offsets(terms, shape)}, "
+                      f"{self.name(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape}"
+                      f"{self.rows_argument(rows)})" + self.where(op))
             return
         self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.name(value)}, "
                   f"{self.masked(mask, len(shape))}, {dtype}, {shape}, {self.analysis.is_aligned(ptr)})"

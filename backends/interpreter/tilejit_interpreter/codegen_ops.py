@@ -260,6 +260,10 @@ class ValueOpsMixin:
 
     def op_tt_broadcast(self, op) -> None:
         src, r = op.operands[0], op.results[0]
+        fused = self.fused_pointers.get(src)
+        if fused is not None:  # a pointer tensor that is never built: its offsets broadcast later
+            self.fused_pointers[r] = (fused[0], fused[1], None)
+            return
         shape = tuple(ir.shape_of(r.type))
         self.define(r, f"np.broadcast_to({self.name(src)}, {self.prog(src)}{shape})", op)
 
@@ -347,32 +351,67 @@ class ValueOpsMixin:
     def op_tt_addptr(self, op) -> None:
         ptr, offset = op.operands
         size = np.dtype(nx.memory_dtype(ir.element_type(ptr.type).pointee)).itemsize
-        base = self.fusable_base(op)
-        if base is not None:
-            # Never materialised: each load/store through it gets the base and the offsets, the
-            # offsets as intp (NumPy's index type) once per block for all the accesses that share them.
-            key = (offset, op.parent)
-            if key not in self.index_offsets:
-                converted = ir.Value(offset.type)
-                self.define(converted, f"rt.as_index({self.name(offset)})", op)
-                self.index_offsets[key] = converted
-            self.fused_pointers[op.results[0]] = (base, self.index_offsets[key])
+        r = op.results[0]
+        chain = self.pointer_chain(ptr)
+        if chain is not None and self.only_accessed(r):
+            # Never materialised: each load/store through it gets the base and the offset terms.
+            base, terms = chain
+            terms = terms + (offset,)
+            self.fused_pointers[r] = (base, terms, self.row_offsets(offset) if len(terms) == 1 else None)
             return
         self.define(op.results[0], f"rt.addptr({self.name(ptr)}, {self.name(offset)}, {size})", op)
 
-    def fusable_base(self, op):
-        """The scalar pointer `s` of `addptr(splat(s), offsets)` when the result is only the pointer
-        operand of loads and stores and `s` points into a known argument at a whole element."""
-        ptr, r = op.operands[0], op.results[0]
+    def row_offsets(self, offset):
+        """(lead, first) when `offset` is `lead + make_range(first, ...)` (`lead` a splat scalar, or
+        None for a bare make_range), 1-D: every program reads one run of consecutive elements."""
+        owner = offset.owner
+        if not isinstance(owner, ir.Operation) or len(ir.shape_of(offset.type)) != 1:
+            return None
+        if owner.name == "tt.make_range":
+            return None, int(owner.attrs.get("start", 0))
+        if owner.name != "arith.addi":
+            return None
+        for lead, rng in (owner.operands, reversed(owner.operands)):
+            lead_op, rng_op = lead.owner, rng.owner
+            if (isinstance(lead_op, ir.Operation) and lead_op.name == "tt.splat"
+                    and isinstance(rng_op, ir.Operation) and rng_op.name == "tt.make_range"):
+                return lead_op.operands[0], int(rng_op.attrs.get("start", 0))
+        return None
+
+    def pointer_chain(self, ptr):
+        """(scalar base, offset terms) of a pointer tensor that is never built: a fused addptr or
+        broadcast, or `splat(s)` of a scalar `s` pointing into a known argument at a whole element."""
+        fused = self.fused_pointers.get(ptr)
+        if fused is not None:
+            return fused[0], fused[1]
         splat = ptr.owner
-        if not isinstance(splat, ir.Operation) or splat.name != "tt.splat" or not ir.shape_of(r.type):
-            return None
-        base = splat.operands[0]
-        if self.analysis.slot(base) < 0 or not self.analysis.is_aligned(base) or not r.uses:
-            return None
-        if any(use.name not in ("tt.load", "tt.store") or index != 0 for use, index in r.uses):
-            return None
-        return base
+        if isinstance(splat, ir.Operation) and splat.name == "tt.splat" and ir.shape_of(ptr.type):
+            base = splat.operands[0]
+            if self.analysis.slot(base) >= 0 and self.analysis.is_aligned(base):
+                return base, ()
+        return None
+
+    def only_accessed(self, v, depth: int = 0) -> bool:
+        """Whether every use of the pointer tensor `v` loads or stores through it, or is an addptr or
+        broadcast of it whose result is only accessed in turn (so `v` itself is never needed)."""
+        if not v.uses or depth > 16:
+            return False
+        for use, index in v.uses:
+            if index != 0:
+                return False
+            if use.name in ("tt.load", "tt.store"):
+                continue
+            if use.name not in ("tt.addptr", "tt.broadcast") or not self.only_accessed(use.results[0], depth + 1):
+                return False
+        return True
+
+    def fused_offsets(self, terms, shape) -> str:
+        """The element offsets of a fused pointer: one term as is, several summed as intp."""
+        if len(terms) == 1:
+            return self.name(terms[0])
+        names = "".join(self.name(t) + ", " for t in terms)
+        varying = any(self.varying(t) for t in terms)
+        return f"rt.sum_offsets(({names}), {'P' if varying else 'None'}, {tuple(shape)})"
 
     def check_type_supported(self, op) -> None:
         for v in list(op.operands) + list(op.results):

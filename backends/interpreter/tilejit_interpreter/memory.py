@@ -41,7 +41,8 @@ class Memory:
     C-contiguous NumPy array, the array itself flattened (no byte round trip on the launch path).
     """
 
-    __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid")
+    __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid",
+                 "_disjoint")
 
     def __init__(self, kernel: str, sites):
         self.kernel = kernel
@@ -53,6 +54,14 @@ class Memory:
         self.views = {}
         self.pids = _NO_PIDS
         self.grid = (1, 1, 1)
+        self._disjoint = None
+
+    def disjoint(self) -> bool:
+        """No two arguments share memory (computed on first use; most launches never ask)."""
+        if self._disjoint is None:
+            live = [b for b in self.buffers if b.size]
+            self._disjoint = not any(np.may_share_memory(a, b) for i, a in enumerate(live) for b in live[i + 1:])
+        return self._disjoint
 
     def add(self, name: str, buffer: np.ndarray, start: int) -> int:
         """Register an allocation (a flat array); return the pointer the kernel receives."""
@@ -269,9 +278,9 @@ def offsets_index(mem, site, slot, base, offsets, mask, size, rank):
             if not byte % size:
                 first = byte // size
                 if first + int(offsets.min()) >= 0 and first + int(offsets.max()) < limit:
-                    # Indices as intp in one pass: NumPy gathers with intp indices fastest.
+                    # The offsets index the typed view directly; shifted only for an interior base.
                     if first == 0:
-                        return offsets.astype(np.intp, copy=False), mask
+                        return offsets, mask
                     return np.add(offsets, first, dtype=np.intp), mask
         else:
             byte = np.asarray(base).astype(np.int64) - slot_base(slot)
@@ -290,7 +299,68 @@ def _combine_pointer(base, offsets, size, rank):
     return np.multiply(offsets, size, dtype=np.int64) + base
 
 
-def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank):
+def row_view(mem, slot, base, rows, n, dtype, for_store, offsets_dtype=np.int32):
+    """The memory that `base + (lead + make_range(first, first + n))` addresses, as a view: (n,) when
+    every program reads the same run, (P, n) rows a constant number of elements apart otherwise.
+    None when the access is not such a view entirely inside the argument (the caller then takes
+    the general path, which also reports any error). A store needs rows that do not overlap (then
+    the order of the programs cannot matter)."""
+    if slot == DYNAMIC:
+        return None
+    view = mem.view(slot, dtype)
+    size, limit = view.itemsize, view.shape[0]
+    if type(base) is _INT64:
+        byte = int(base) - slot_base(slot)
+        if byte % size:
+            return None
+        first_element = byte // size
+    else:
+        byte = np.asarray(base)
+        if byte.ndim != 1:
+            return None
+        byte = byte.astype(np.int64) - slot_base(slot)
+        if (byte % size).any():
+            return None
+        first_element = byte // size
+    lead, first = rows
+    lead = np.asarray(lead)
+    if lead.size != 1 or lead.ndim:
+        low_lead, high_lead = int(lead.min()), int(lead.max())
+    else:
+        low_lead = high_lead = int(lead)
+    bounds = np.iinfo(offsets_dtype)
+    if low_lead + first < bounds.min or high_lead + first + n - 1 > bounds.max:
+        return None  # the kernel's offsets wrap around: only the general path computes them exactly
+    start = first_element + lead.astype(np.int64) + first
+    if start.ndim == 0:
+        begin = int(start)
+        if for_store or begin < 0 or begin + n > limit:
+            return None
+        return view[begin:begin + n]
+    if start.ndim != 1:
+        return None
+    low, high = int(start.min()), int(start.max())
+    if low < 0 or high + n > limit:
+        return None
+    programs = start.shape[0]
+    step = int(start[1] - start[0]) if programs > 1 else n
+    if step < 0 or (programs > 1 and not (np.diff(start) == step).all()):
+        return None
+    if for_store and step < n and programs > 1:
+        return None
+    return np.ndarray((programs, n), view.dtype, buffer=view, offset=int(start[0]) * size,
+                      strides=(step * size, size))
+
+
+def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank, rows=None, fresh=True):
+    """`fresh=False`: the kernel never writes this slot, so a view of the argument is the value
+    unless another argument overlaps it (checked once per launch)."""
+    if rows is not None:
+        offsets = np.asarray(offsets)
+        window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, False, offsets.dtype)
+        if window is not None:
+            # Else a copy: the value must not change when the kernel later stores to the same memory.
+            return _gather_window(window, mask, other, dtype, fresh or not mem.disjoint())
     if slot == DYNAMIC:
         return load(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), mask,
                     other, dtype, rank)
@@ -298,7 +368,22 @@ def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank):
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
 
-def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank):
+def _gather_window(window, mask, other, dtype, copy=True):
+    if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
+        return window.copy() if copy else window
+    return np.where(mask, window, other if other is not None else dtype(0)).astype(dtype, copy=False)
+
+
+def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows=None):
+    if rows is not None:
+        offsets = np.asarray(offsets)
+        window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, True, offsets.dtype)
+        if window is not None:
+            if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
+                window[...] = value
+            else:
+                np.copyto(window, value, where=np.asarray(mask, np.bool_))
+            return
     if slot == DYNAMIC:
         return store(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), value,
                      mask, dtype, rank)

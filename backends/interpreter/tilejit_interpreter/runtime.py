@@ -185,7 +185,14 @@ def dot(a, b, c, a_fmt: str, b_fmt: str, c_fmt: str, precision: str, c_dtype):
     fb = np.asarray(nx.decode_float(b, b_fmt)).astype(wide, copy=False)
     if precision == "tf32" and a_fmt == "f32" and b_fmt == "f32":
         fa, fb = nx.round_to_tf32(fa), nx.round_to_tf32(fb)
-    acc = np.matmul(fa, fb) + np.asarray(nx.decode_float(c, c_fmt)).astype(wide, copy=False)
+    acc = np.matmul(fa, fb)
+    addend = np.asarray(nx.decode_float(c, c_fmt)).astype(wide, copy=False)
+    if acc.ndim >= addend.ndim and acc.shape[acc.ndim - addend.ndim:] == addend.shape:
+        acc += addend  # `acc` is fresh from matmul: accumulate in place, no third tile allocated
+    else:
+        acc = acc + addend
+    if acc.dtype == c_dtype:
+        return acc  # an f32 (f64) accumulator needs no rounding
     return nx.encode_float(acc, c_fmt)
 
 
@@ -240,7 +247,8 @@ def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, 
         view = mem.view(slot, dtype) if slot > 0 else None
         index = _scalar_index(mem, slot, ptr, view) if view is not None else None
         if index is not None:
-            return np.full(P, view[index])
+            # A copy: a later store to the address must not change the loaded value.
+            return view[index:index + 1].copy() if P == 1 else np.full(P, view[index])
     value = mx.load(mem, site, slot, ptr, mask, other if not bool_result or other is None
                     else np.asarray(other).astype(np.uint8), dtype, len(shape), aligned)
     if bool_result:
@@ -260,23 +268,29 @@ def store(mem, site, slot, ptr, value, mask, dtype, shape, aligned=False):
     mx.store(mem, site, slot, ptr, np.asarray(value).astype(dtype, copy=False), mask, dtype, len(shape), aligned)
 
 
-def as_index(offsets):
-    """Offsets of pointer arithmetic as NumPy's index type (sign-extended, as `tt.addptr` does)."""
-    return np.asarray(offsets).astype(np.intp, copy=False)
+def sum_offsets(terms, P, shape):
+    """The element offsets of a chain of `tt.addptr`s (with broadcasts between them), summed in
+    intp as the 64-bit pointer arithmetic would, in the shape of the accessed tensor."""
+    total = np.asarray(terms[0]).astype(np.intp)
+    for term in terms[1:]:
+        total = total + term
+    full = tuple(shape) if P is None else (P,) + tuple(shape)
+    return total if total.shape == full else np.broadcast_to(total, full)
 
 
-def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, shape, P, bool_result=False):
+def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, shape, P, bool_result=False, rows=None,
+                 fresh=True):
     """tt.load of `addptr(splat(base), offsets)`, the pointer never materialised (memory.py)."""
     value = mx.load_offsets(mem, site, slot, base, offsets, mask, other if not bool_result or other is None
-                            else np.asarray(other).astype(np.uint8), dtype, len(shape))
+                            else np.asarray(other).astype(np.uint8), dtype, len(shape), rows, fresh)
     if bool_result:
         value = value != 0
     return spread(value, P, shape)
 
 
-def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, shape):
+def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, shape, rows=None):
     mx.store_offsets(mem, site, slot, base, offsets, np.asarray(value).astype(dtype, copy=False), mask, dtype,
-                     len(shape))
+                     len(shape), rows)
 
 
 def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P, bool_result=False):

@@ -143,35 +143,7 @@ def _grid3(grid):
     return None
 
 
-def _environment_reader():
-    """A function returning the raw selection knobs (see `config.knobs.selection_env`). On POSIX,
-    `os.environ` keeps its values in a dict of bytes; reading that directly costs 0.1 us where
-    `os.environ.get` costs ~1.3 us per missing name (it raises and catches a KeyError). The dict is
-    used only while `os.environ` is still the same object."""
-    environ = os.environ
-    data = getattr(environ, "_data", None)
-    encode = getattr(environ, "encodekey", None)
-    if os.name != "posix" or not isinstance(data, dict) or encode is None:
-        return _knobs_object.selection_env
-    try:
-        names = tuple(encode(n) for n in ("TILEJIT_TARGET", "TILEJIT_INTERPRET", "TRITON_INTERPRET"))
-    except Exception:  # noqa: BLE001 - an unusual os.environ: use the knobs' own reader
-        return _knobs_object.selection_env
-    slow = _knobs_object.selection_env
-    decode = environ.decodevalue
-
-    def read():
-        if os.environ is not environ:
-            return slow()
-        raw = (data.get(names[0]), data.get(names[1]), data.get(names[2]))
-        if raw == (None, None, None):
-            return raw
-        return tuple(None if v is None else decode(v) for v in raw)
-
-    return read
-
-
-_selection_env = _environment_reader()
+_selection_env = _knobs_object.selection_env
 
 
 def _make_binder(kernel_name: str, params: list):
