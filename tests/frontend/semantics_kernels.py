@@ -67,6 +67,11 @@ def copy_kernel(x_ptr, out_ptr):
 
 
 @jit
+def copy_kernel_plus_one(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr) + tl.load(x_ptr))
+
+
+@jit
 def unsigned_offset(x_ptr, out_ptr, off):
     tl.store(out_ptr, tl.load(x_ptr + off))
 

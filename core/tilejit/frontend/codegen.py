@@ -23,11 +23,12 @@ from .. import ir
 from ..errors import CompilationError
 from ..language import core as tl
 from ..language.semantic import Semantic
+from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
+from .predication import PredicationMixin
 from .statements import StatementsMixin
 from .values import flatten, is_jit_function, is_tensor, rebuild, type_key, unwrap, wrap
 
 _UNSUPPORTED = {
-    "With": "'with' statements are not supported",
     "AsyncWith": "'async with' statements are not supported",
     "Try": "'try' statements are not supported",
     "TryStar": "'try' statements are not supported",
@@ -110,7 +111,7 @@ def source_file(fn) -> str:
         return fn.fn.__code__.co_filename
 
 
-class CodeGenerator(StatementsMixin, ast.NodeVisitor):
+class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
     def __init__(self, fn, ctx: ModuleContext):
         self.fn = fn
         self.ctx = ctx
@@ -319,11 +320,13 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
 
     def visit_Slice(self, node):
         parts = [unwrap(self.visit(p)) if p is not None else None for p in (node.lower, node.upper, node.step)]
-        return slice(*parts)
+        if any(is_tensor(p) for p in parts):
+            raise TypeError("slice bounds must be compile-time values")
+        return tl_slice(*parts)
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)
-        index = self.visit(node.slice)
+        index = as_python_index(self.visit(node.slice))
         raw = unwrap(value)
         if isinstance(raw, tl.tensor):
             return self.semantic.subscript(raw, index)
@@ -334,6 +337,22 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
             idx = tuple(unwrap(i) for i in idx)
         result = raw[idx]
         return tuple(result) if isinstance(raw, tuple) and isinstance(idx, slice) else wrap(result)
+
+    def visit_With(self, node):
+        """`with tl.async_task(...):` (the only context managers a kernel may use): the body is
+        compiled in place, as Triton does on targets without warp specialization."""
+        unsupported = "'with' statements are not supported (except `with tl.async_task(...)`)"
+        for item in node.items:
+            expr = item.context_expr
+            # Look at what is called before calling it: `with open(...)` must not run anything.
+            if isinstance(expr, ast.Call) and unwrap(self.visit(expr.func)) is not tl.async_task:
+                raise NotImplementedError(unsupported)
+            context = unwrap(self.visit(expr))
+            if not isinstance(context, tl.async_task):
+                raise NotImplementedError(unsupported)
+            if item.optional_vars is not None:
+                self.assign_target(item.optional_vars, context)
+        self.visit_statements(node.body)
 
     def visit_Attribute(self, node):
         obj = self.visit(node.value)
@@ -356,8 +375,10 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
             if attr in ("load", "store", "block_shape", "dtype", "shape", "strides", "type", "block_type"):
                 return getattr(obj, attr)
             raise AttributeError(f"'tensor_descriptor' object has no attribute '{attr}'")
-        if isinstance(obj, tuple):
+        if isinstance(obj, tuple) and not (isinstance(obj, tl_tuple) and attr in ("type", "fields")):
             raise AttributeError(f"'tuple' object has no attribute '{attr}'")
+        if isinstance(obj, tl.constexpr) and attr == "type" and not hasattr(obj.value, "type"):
+            return obj.type  # a compile-time value's type: tl.constexpr_type(value)
         return wrap(getattr(unwrap(obj), attr))
 
     def visit_UnaryOp(self, node):
@@ -460,8 +481,12 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
         raise TypeError(f"cannot call '{name}' from a @jit function: it is not a @jit function or a "
                         "tilejit.language builtin (decorate it with @tilejit.jit)")
 
-    def call_jit_function(self, fn, args, kwargs):
-        """Emit `tt.call` to the private function generated for this specialization of `fn`."""
+    def call_jit_function(self, fn, args, kwargs, elementwise=None, elementwise_shape=None):
+        """Emit `tt.call` to the private function generated for this specialization of `fn`.
+        `elementwise`: compile the callee in elementwise mode (`tl.map_elementwise`); by default a
+        callee inherits the caller's mode."""
+        if elementwise is None:
+            elementwise, elementwise_shape = self.elementwise, self.elementwise_shape
         try:
             bound = inspect.signature(fn.fn).bind(*args, **kwargs)
         except TypeError as exc:
@@ -486,14 +511,17 @@ class CodeGenerator(StatementsMixin, ast.NodeVisitor):
                                                       for l in leaf_values]))
             runtime_values.extend(l for l in leaf_values if is_tensor(l))
             key_parts.append(type_key(rebuild(tree, leaf_values)))
-        key = (id(fn), fn.cache_key if hasattr(fn, "cache_key") else fn.__name__, tuple(key_parts))
+        key = (id(fn), fn.cache_key if hasattr(fn, "cache_key") else fn.__name__, tuple(key_parts), elementwise,
+               tuple(elementwise_shape or ()))
         if key not in self.ctx.functions:
             if key in self.ctx.in_progress:
                 raise RecursionError(f"recursive call of @jit function '{fn.__name__}' is not supported")
             self.ctx.in_progress.add(key)
             try:
                 callee = CodeGenerator(fn, self.ctx)
-                name = self.ctx.unique_name(f"{fn.__name__}__{'_'.join(key_parts)}")
+                callee.elementwise, callee.elementwise_shape = elementwise, elementwise_shape
+                suffix = "_elementwise" if elementwise else ""
+                name = self.ctx.unique_name(f"{fn.__name__}__{'_'.join(key_parts)}{suffix}")
                 func = callee.generate(name, bindings, runtime_params, public=False,
                                        noinline=bool(getattr(fn, "noinline", False)))
                 self.ctx.module.body.append(func)

@@ -115,6 +115,9 @@ class ASTSource:
             if type_string == "constexpr" or param.is_constexpr:
                 bindings[param.name] = wrap(self.constexprs.get(param.name))
                 continue
+            if _is_const_annotation(getattr(param, "annotation", None)) and isinstance(type_string, str) and \
+                    type_string.startswith("*") and not type_string.startswith("*k"):
+                type_string = "*k" + type_string[1:]  # `p: tl.const`: a pointer to read-only data
             try:
                 leaves, tree, paths = self._signature_leaves(param.name, type_string, (index,))
                 for leaf in leaves:  # a dtype without an IR type (fp8e4b15) fails here, named
@@ -186,6 +189,13 @@ class IRSource:
     def make_ir(self, target=None, options=None) -> ir.Module:
         # A fresh parse each time: passes mutate the module they are given.
         return ir.parse_module(self.text, self.path) if _accepts_filename() else ir.parse_module(self.text)
+
+
+def _is_const_annotation(annotation) -> bool:
+    """`tl.const` as written on a parameter: the class, or its name in a string annotation."""
+    if annotation is tl.const:
+        return True
+    return isinstance(annotation, str) and annotation.replace(" ", "") in ("const", "tl.const", "triton.language.const", "tilejit.language.const")
 
 
 def _accepts_filename() -> bool:

@@ -123,6 +123,8 @@ class StatementsMixin:
         if not is_tensor(cond):
             self.visit_statements(node.body if cond else node.orelse)
             return None
+        if self.is_elementwise_condition(cond):
+            return self.predicated_if(node, cond)
         cond = self.scalar_condition(cond, "if")
         returning = contains_return(node.body) or contains_return(node.orelse)
         before = dict(self.scope)
@@ -211,6 +213,8 @@ class StatementsMixin:
         self.emit_return(rebuild(then_tree, results) if then_tree != "none" else None, node)
 
     def dynamic_ifexp(self, node, cond):
+        if self.is_elementwise_condition(cond):
+            return self.predicated_ifexp(node, cond)
         cond = self.scalar_condition(cond, "conditional expression")
         values = []
         for branch in (node.body, node.orelse):
@@ -243,6 +247,11 @@ class StatementsMixin:
                        for l in leaves]
             if any(isinstance(t, tl.tensor_descriptor) for t in tensors):
                 raise TypeError(f"tensor descriptor '{name}' cannot be reassigned inside a loop")
+            if self.elementwise and self.elementwise_shape:
+                # map_elementwise: a scalar of the mapped function is one value per element, so a
+                # loop-carried scalar is carried per element (the body may make it data-dependent).
+                tensors = [t if t.type.is_block() else self.semantic.broadcast_to(t, self.elementwise_shape)
+                           for t in tensors]
             carried.append((name, tree, tensors))
         return carried
 
@@ -362,14 +371,20 @@ class StatementsMixin:
             raise NotImplementedError("'while ... else' is not supported")
         before = dict(self.scope)
         carried = self.loop_carried(node.body)
+        if self.elementwise and self.condition_is_per_element(node.test, carried):
+            return self.predicated_while(node, carried, before)
         inits = [t for _, _, ts in carried for t in ts]
         types = [t.type.to_ir() for t in inits]
         before_block, after_block = ir.Block(types), ir.Block(types)
         saved = (self.builder.block, self.builder.index)
+        disable_licm = False
         try:
             self.builder.set_insertion_point_to_end(before_block)
             self.bind_block_args(carried, before_block.args)
             cond = unwrap(self.visit(node.test))
+            if isinstance(cond, tl.condition):  # `while tl.condition(c, disable_licm=...)`
+                disable_licm = cond.disable_licm
+                cond = unwrap(cond.condition)
             if not is_tensor(cond):
                 cond = self.semantic.to_tensor(bool(cond))
             cond = self.scalar_condition(cond, "while")
@@ -383,10 +398,28 @@ class StatementsMixin:
         new_values = self.yielded_values(carried, after_block, node)
         after_block.append(ir.Operation("scf.yield", [v.handle for v in new_values], (), None, (),
                                         self.builder.loc))
-        op = self.builder.create("scf.while", [t.handle for t in inits], types, None,
+        op = self.builder.create("scf.while", [t.handle for t in inits], types,
+                                 {"tt.disable_licm": True} if disable_licm else None,
                                  [ir.Region([before_block]), ir.Region([after_block])])
         self.scope = before
         self.bind_block_args(carried, op.results)
+
+    def condition_is_per_element(self, test, carried) -> bool:
+        """Is a `while` condition a tensor (elementwise mode)? Found by building it in a scratch block
+        from the loop's initial values, which have the types the loop will carry."""
+        scratch = ir.Block()
+        saved_point, saved_scope = (self.builder.block, self.builder.index), dict(self.scope)
+        try:
+            self.builder.set_insertion_point_to_end(scratch)
+            for name, tree, tensors in carried:
+                self.scope[name] = rebuild(tree, tensors)
+            cond = unwrap(self.visit(test))
+            if isinstance(cond, tl.condition):
+                cond = unwrap(cond.condition)
+            return is_tensor(cond) and cond.type.is_block()
+        finally:
+            self.builder.block, self.builder.index = saved_point
+            self.scope = saved_scope
 
 
 def _same_constant(a, b) -> bool:

@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import importlib
 
-from . import core, semantic
-from .core import (TENSOR_MEMBER_FUNCTIONS, block_type, builtin, constexpr, dtype, is_builtin, pointer_type,
+from . import core, semantic, target_info
+from .core import (TRITON_MAX_TENSOR_NUMEL, const, constexpr_type, TENSOR_MEMBER_FUNCTIONS, block_type, builtin, constexpr, dtype, is_builtin, pointer_type,
                    str_to_ty, tensor, tensor_descriptor, tensor_descriptor_type, ty_to_str, void, int1, int8,
                    int16, int32, int64, uint8, uint16, uint32, uint64, float8e5, float8e5b16, float8e4nv,
                    float8e4b8, float8e4b15, float16, bfloat16, float32, float64, pi32_t,
                    _unwrap_if_constexpr, _constexpr_to_value)
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _function_names
+from .structure import slice, tuple, tuple_type  # noqa: A004  (Triton's names shadow the builtins here)
 
 __all__ = [
     "core", "semantic", "TENSOR_MEMBER_FUNCTIONS", "block_type", "builtin", "constexpr", "dtype", "is_builtin",
     "pointer_type", "str_to_ty", "tensor", "tensor_descriptor", "tensor_descriptor_type", "ty_to_str", "void",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e5",
     "float8e5b16", "float8e4nv", "float8e4b8", "float8e4b15", "float16", "bfloat16", "float32", "float64",
-    "pi32_t",
+    "pi32_t", "TRITON_MAX_TENSOR_NUMEL", "const", "constexpr_type", "slice", "tuple", "tuple_type",
+    "target_info",
 ] + list(_function_names)
 
 

@@ -14,6 +14,8 @@ from typing import List
 from .. import ir
 
 TILEJIT_MAX_TENSOR_NUMEL = 1 << 20
+# Triton's name for the same limit (`tl.TRITON_MAX_TENSOR_NUMEL`, 1048576 in Triton 3.x).
+TRITON_MAX_TENSOR_NUMEL = TILEJIT_MAX_TENSOR_NUMEL
 
 
 # ----------------------------------------------------------------------------------------------
@@ -40,11 +42,57 @@ def is_builtin(fn) -> bool:
                                                                 "__tilejit_builtin__", False)
 
 
+class const:
+    """Annotation for a pointer parameter whose data the kernel only reads (`x_ptr: tl.const`): the
+    pointer type becomes `const_pointer<...>` and `tl.store` through it is a compile error (Triton 3.x)."""
+
+
+class constexpr_type:
+    """The type of a compile-time value (Triton 3.x): two constexpr types are equal when their values
+    are, so a `@jit` callee specialises on the value."""
+
+    def __init__(self, value, _semantic=None):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __eq__(self, other):
+        other = other.value if isinstance(other, constexpr) else other
+        return isinstance(other, constexpr_type) and type(other.value) is type(self.value) and \
+            bool(other.value == self.value)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        try:
+            return hash(("constexpr_type", self.value))
+        except TypeError:  # an unhashable value (a list): equal types still hash alike
+            return hash(("constexpr_type", type(self.value).__name__))
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value!r}]"
+
+    __str__ = __repr__
+
+    def mangle(self) -> str:
+        return repr(self.value)
+
+    def is_block(self): return False
+    def is_ptr(self): return False
+    def is_const(self): return False
+
+
+constexpr_type.__tilejit_builtin__ = True  # `tl.constexpr_type(4)` inside a kernel
+
+
 class constexpr:
     """A value known at compile time. Arithmetic on constexprs folds in Python."""
 
     def __init__(self, value):
         self.value = value.value if isinstance(value, constexpr) else value
+
+    @property
+    def type(self):
+        return constexpr_type(self.value)
 
     def __repr__(self):
         return f"constexpr[{self.value!r}]"
@@ -171,6 +219,7 @@ class dtype:
     def is_fp8(self): return self.name.startswith("fp8")
     def is_fp8e4nv(self): return self.name == "fp8e4nv"
     def is_fp8e5(self): return self.name == "fp8e5"
+    def is_fp8e4b15(self): return self.name == "fp8e4b15"
     def is_fp16(self): return self.name == "fp16"
     def is_bf16(self): return self.name == "bf16"
     def is_fp32(self): return self.name == "fp32"
@@ -211,9 +260,9 @@ class dtype:
             raise TypeError("void has no IR type")
         ir_name, bits, kind = _SCALARS[self.name]
         if ir_name is None:
-            # Triton 3.x itself stores fp8e4b15 as a plain i8 and supports it only on pre-Hopper GPUs.
-            raise TypeError(f"dtype {self.name} is not supported by tilejit (it has no TTIR type); use "
-                            "float8e4nv, float8e5, float8e4b8 or float8e5b16")
+            # fp8e4b15 has no MLIR float type: as in Triton its values are i8 bit patterns, and its
+            # conversions are integer code (language/fp8e4b15.py).
+            return ir.IntType(bits)
         return ir.IntType(bits) if kind != "f" else ir.FloatType(ir_name)
 
     def __eq__(self, other):

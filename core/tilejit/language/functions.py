@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins as _py
 
 from .core import (builtin, constexpr, tensor, dtype, block_type, pointer_type, _unwrap_if_constexpr,
-                   float32, int32, uint32, int1, float16, bfloat16)
+                   float32, int32, int64, uint32, int1, float16, bfloat16)
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "cast", "load", "store",
@@ -22,7 +22,7 @@ __all__ = [
     "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range", "static_range",
     "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sum",
     "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "PropagateNan",
-    "inline_asm_elementwise",
+    "inline_asm_elementwise", "add", "sub", "mul", "map_elementwise", "async_task", "condition",
 ]
 
 
@@ -219,6 +219,67 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     return _semantic.dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
 
 
+def _sanitized_binary(sem, method: str, x, y, sanitize_overflow):
+    """`x <op> y` as the operator computes it; with `sanitize_overflow` and a `debug` compilation,
+    integer operands narrower than 64 bits are also computed in int64 and a device assert checks
+    that the result fits the operand type (Triton 3.x's overflow sanitizer)."""
+    result = getattr(sem, method)(x, y)
+    ty = result.type.scalar
+    debug = bool(getattr(sem.options, "debug", False))
+    if not (_unwrap_if_constexpr(sanitize_overflow) and debug and ty.is_int() and not ty.is_bool()
+            and ty.int_bitwidth < 64):
+        return result
+    a, b = sem.binary_operands(x, y)
+    wide = getattr(sem, method)(sem.cast(a, int64), sem.cast(b, int64))
+    fits = sem.and_(sem.less_equal(wide, ty.get_int_max_value()), sem.greater_equal(wide, ty.get_int_min_value()))
+    sem.device_assert(fits, f"int{ty.int_bitwidth} overflow detected for operation {method}")
+    return result
+
+
+@builtin
+def add(x, y, sanitize_overflow=True, _semantic=None):
+    """`x + y` (Triton 3.x's function form; also adds an integer offset to a pointer)."""
+    x, y = _unwrap_if_constexpr(x), _unwrap_if_constexpr(y)
+    if not isinstance(x, tensor) and not isinstance(y, tensor):
+        return constexpr(x + y)
+    if (isinstance(x, tensor) and x.type.scalar.is_ptr()) or (isinstance(y, tensor) and y.type.scalar.is_ptr()):
+        return _semantic.add(x, y)
+    return _sanitized_binary(_semantic, "add", x, y, sanitize_overflow)
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True, _semantic=None):
+    """`x - y` (Triton 3.x's function form)."""
+    x, y = _unwrap_if_constexpr(x), _unwrap_if_constexpr(y)
+    if not isinstance(x, tensor) and not isinstance(y, tensor):
+        return constexpr(x - y)
+    if isinstance(x, tensor) and x.type.scalar.is_ptr():
+        return _semantic.sub(x, y)
+    return _sanitized_binary(_semantic, "sub", x, y, sanitize_overflow)
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True, _semantic=None):
+    """`x * y` (Triton 3.x's function form)."""
+    x, y = _unwrap_if_constexpr(x), _unwrap_if_constexpr(y)
+    if not isinstance(x, tensor) and not isinstance(y, tensor):
+        return constexpr(x * y)
+    return _sanitized_binary(_semantic, "mul", x, y, sanitize_overflow)
+
+
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1, _semantic=None):
+    """Apply the `@jit` function `scalar_fn` to each element of the (broadcast) `args` (Triton 3.5).
+
+    `scalar_fn` is written for scalars and may branch and loop on them; it returns one value or a
+    tuple. With `pack=n` it receives `n` consecutive elements of each argument (argument-major) and
+    returns `n` values per result (result-major). See `frontend/predication.py` for how it compiles."""
+    if _semantic.codegen is None:
+        raise RuntimeError("map_elementwise needs the frontend")
+    return _semantic.codegen.map_elementwise(_unwrap_if_constexpr(scalar_fn), list(args),
+                                             _unwrap_if_constexpr(pack))
+
+
 @builtin
 def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semantic=None):
     raise NotImplementedError("inline_asm_elementwise is not supported by tilejit (no inline assembly)")
@@ -320,7 +381,8 @@ def _combine_callable(combine_fn, _semantic):
     if hasattr(combine_fn, "arg_names") and hasattr(combine_fn, "src"):
         if _semantic.codegen is None:
             raise RuntimeError("a @jit combine function needs the frontend")
-        return lambda args: _semantic.codegen.call_jit_function(combine_fn, args, {})
+        # A combine function works on scalars, even inside a tl.map_elementwise function.
+        return lambda args: _semantic.codegen.call_jit_function(combine_fn, args, {}, elementwise=False)
     if callable(combine_fn):
         return lambda args: combine_fn(*args)
     raise TypeError(f"combine_fn must be a @jit function, got {type(combine_fn).__name__}")
@@ -557,6 +619,53 @@ class static_range:
         raise RuntimeError("tl.static_range can only be iterated inside a @jit function")
 
 
+class async_task:
+    """`with tl.async_task([0]):` / `with tl.async_task(num_warps=4, registers=...)`: a warp-specialization
+    partition hint (Triton 3.x). No tilejit target warp-specializes, so the body is compiled in place,
+    exactly as Triton does on targets without warp specialization; the arguments are still checked."""
+
+    def __init__(self, task_ids=None, num_warps=None, registers=None, replicate=None, _semantic=None):
+        task_ids = _unwrap_if_constexpr(task_ids)
+        if isinstance(task_ids, str):
+            if task_ids != "default":
+                raise ValueError(f"async_task: expected a list of task ids or 'default', got {task_ids!r}")
+            self.task_ids = None
+        elif task_ids is not None:
+            ids = [_unwrap_if_constexpr(t) for t in task_ids]
+            if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids):
+                raise TypeError(f"async_task: task ids must be non-negative compile-time ints, got {ids}")
+            self.task_ids = sorted(set(ids))
+        else:
+            self.task_ids = None
+        for name, value in (("num_warps", num_warps), ("registers", registers), ("replicate", replicate)):
+            value = _unwrap_if_constexpr(value)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"async_task: {name} must be a positive compile-time int, got {value!r}")
+        self.num_warps = _unwrap_if_constexpr(num_warps)
+        self.registers = _unwrap_if_constexpr(registers)
+        self.replicate = _unwrap_if_constexpr(replicate)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class condition:
+    """`while tl.condition(c, disable_licm=True):`: a while-loop condition with compiler hints (Triton
+    3.x). The frontend unwraps it; `disable_licm` marks the `scf.while` with `tt.disable_licm`."""
+
+    def __init__(self, arg1, disable_licm=False, _semantic=None):
+        self.condition = arg1
+        self.disable_licm = bool(_unwrap_if_constexpr(disable_licm))
+
+    def __bool__(self):
+        raise TypeError("tl.condition can only be used as the condition of a 'while' loop")
+
+
 # The frontend constructs these with `_semantic=` like any builtin.
 range.__tilejit_builtin__ = True
 static_range.__tilejit_builtin__ = True
+async_task.__tilejit_builtin__ = True
+condition.__tilejit_builtin__ = True

@@ -258,6 +258,7 @@ class Semantic(MemorySemanticMixin):
     # -- arithmetic --------------------------------------------------------------------------------
     def add(self, a, b):
         a, b = self.binary_operands(a, b, True, True)
+        self.check_arithmetic_type(a, b)
         if a.type.scalar.is_ptr() and b.type.scalar.is_ptr():
             raise TypeError("cannot add pointers together")
         if b.type.scalar.is_ptr():
@@ -275,6 +276,7 @@ class Semantic(MemorySemanticMixin):
 
     def sub(self, a, b):
         a, b = self.binary_operands(a, b, True, False)
+        self.check_arithmetic_type(a, b)
         if a.type.scalar.is_ptr():
             return self.create("tt.addptr", [a, self.minus(b)], a.type)
         op = "arith.subf" if a.type.scalar.is_floating() else "arith.subi"
@@ -282,11 +284,13 @@ class Semantic(MemorySemanticMixin):
 
     def mul(self, a, b):
         a, b = self.binary_operands(a, b)
+        self.check_arithmetic_type(a, b)
         op = "arith.mulf" if a.type.scalar.is_floating() else "arith.muli"
         return self.create(op, [a, b], a.type)
 
     def truediv(self, a, b):
         a, b = self.binary_operands(a, b, False, False, True, True)
+        self.check_arithmetic_type(a, b)
         if a.type.scalar.is_int():
             a, b = self.cast(a, tl.float32), self.cast(b, tl.float32)
         return self.create("arith.divf", [a, b], a.type)
@@ -300,6 +304,7 @@ class Semantic(MemorySemanticMixin):
 
     def mod(self, a, b):
         a, b = self.binary_operands(a, b, False, False, True, True)
+        self.check_arithmetic_type(a, b)
         ty = a.type.scalar
         if ty.is_floating():
             return self.create("arith.remf", [a, b], a.type)
@@ -307,6 +312,7 @@ class Semantic(MemorySemanticMixin):
 
     def fdiv(self, a, b, ieee_rounding=False):
         a, b = self.to_tensor(a), self.to_tensor(b)
+        self.check_arithmetic_type(a, b)
         if not a.type.scalar.is_floating() or not b.type.scalar.is_floating():
             raise TypeError("fdiv: both operands must be floating point")
         a, b = self.binary_operands(a, b, False, False, True, True)
@@ -358,6 +364,7 @@ class Semantic(MemorySemanticMixin):
 
     def minus(self, x):
         x = self.to_tensor(x)
+        self.check_arithmetic_type(x)
         ty = x.type.scalar
         if ty.is_ptr():
             raise TypeError(f"cannot negate a pointer ({ty})")
@@ -383,6 +390,7 @@ class Semantic(MemorySemanticMixin):
     # -- comparisons -----------------------------------------------------------------------------
     def _compare(self, a, b, fpred: str, spred: str, upred: str):
         a, b = self.binary_operands(a, b, True, True)
+        self.check_arithmetic_type(a, b)
         ty = a.type.scalar
         result_ty = tl.block_type(tl.int1, a.type.shape) if a.type.is_block() else tl.int1
         if ty.is_floating():
@@ -412,6 +420,8 @@ class Semantic(MemorySemanticMixin):
         if src == dst:
             return x
         dst_ty = self._retype(x, dst)
+        if src.is_fp8e4b15() or dst.is_fp8e4b15():
+            return self._cast_fp8e4b15(x, src, dst, fp_downcast_rounding)
         both_float = src.is_floating() and dst.is_floating()
         downcast = both_float and src.primitive_bitwidth > dst.primitive_bitwidth
         if fp_downcast_rounding is not None:
@@ -458,6 +468,25 @@ class Semantic(MemorySemanticMixin):
             return self.create("tt.bitcast", [x], dst_ty)
         raise ValueError(f"cannot cast from {src} to {dst}")
 
+    def _cast_fp8e4b15(self, x, src: tl.dtype, dst: tl.dtype, rounding: Optional[str]) -> tl.tensor:
+        """Conversions of float8e4b15, which is i8 in the IR: integer code, so every backend runs it."""
+        from . import fp8e4b15
+        if rounding is not None and rounding not in ("rtne", "rtz"):
+            raise ValueError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
+        if src.is_ptr() or dst.is_ptr():
+            raise ValueError(f"cannot cast from {src} to {dst}")
+        if src.is_fp8e4b15():
+            return self.cast(fp8e4b15.to_float16(self, x), dst, rounding)
+        return fp8e4b15.from_float32(self, self.cast(x, tl.float32), rounding or "rtne")
+
+    @staticmethod
+    def check_arithmetic_type(*values) -> None:
+        """float8e4b15 is a storage format (Triton computes on it only after converting it)."""
+        for v in values:
+            if isinstance(v, tl.tensor) and v.type.scalar.is_fp8e4b15():
+                raise TypeError("arithmetic on float8e4b15 is not supported: convert it first, e.g. "
+                                "x.to(tl.float16) or x.to(tl.float32)")
+
     def bitcast(self, x, dst: tl.dtype) -> tl.tensor:
         x = self.to_tensor(x)
         dst = tl._unwrap_if_constexpr(dst)
@@ -469,8 +498,8 @@ class Semantic(MemorySemanticMixin):
         if src.primitive_bitwidth != dst.primitive_bitwidth:
             raise ValueError(f"cannot bitcast data-type of size {src.primitive_bitwidth} to data-type of "
                              f"size {dst.primitive_bitwidth}")
-        if src.is_int() and dst.is_int():
-            return tl.tensor(x.handle, self._retype(x, dst))
+        if (src.is_int() or src.is_fp8e4b15()) and (dst.is_int() or dst.is_fp8e4b15()):
+            return tl.tensor(x.handle, self._retype(x, dst))  # the same i8 (or iN) in the IR
         return self.create("tt.bitcast", [x], self._retype(x, dst))
 
     # -- shape manipulation --------------------------------------------------------------------------
@@ -550,7 +579,8 @@ class Semantic(MemorySemanticMixin):
         return self.create("tt.cat", [a, b], tl.block_type(a.type.scalar, shape))
 
     def subscript(self, x: tl.tensor, slices):
-        slices = tl._unwrap_if_constexpr(slices)
+        from .structure import as_python_index
+        slices = as_python_index(slices)
         if not isinstance(slices, (tuple, list)):
             slices = [slices]
         result, dim, consumed = x, 0, 0
@@ -578,6 +608,7 @@ class Semantic(MemorySemanticMixin):
 
     def minmax(self, x, y, is_max: bool, propagate_nan: str = "none"):
         x, y = self.binary_operands(x, y)
+        self.check_arithmetic_type(x, y)
         ty = x.type.scalar
         if ty.is_floating():
             nan_all = str(propagate_nan).lower().endswith("all")
@@ -592,6 +623,7 @@ class Semantic(MemorySemanticMixin):
 
     def clamp(self, x, lo, hi, propagate_nan: str = "none"):
         x = self.to_tensor(x)
+        self.check_arithmetic_type(x)
         if not x.type.scalar.is_floating():
             raise TypeError(f"clamp is only defined for floating point tensors, got {x.type.scalar}")
         lo, hi = self.cast(self.to_tensor(lo), x.type.scalar), self.cast(self.to_tensor(hi), x.type.scalar)
@@ -601,6 +633,7 @@ class Semantic(MemorySemanticMixin):
 
     def float_unary(self, op: str, x, allowed=("fp32", "fp64"), name: str = None) -> tl.tensor:
         x = self.to_tensor(x)
+        self.check_arithmetic_type(x)
         ty = x.type.scalar
         if allowed is not None and ty.name not in allowed:
             raise ValueError(f"{name or op}: expected dtype {list(allowed)} but got {ty}")
@@ -610,6 +643,7 @@ class Semantic(MemorySemanticMixin):
 
     def abs(self, x):
         x = self.to_tensor(x)
+        self.check_arithmetic_type(x)
         ty = x.type.scalar
         if ty.is_floating():
             return self.create("math.absf", [x], x.type)
@@ -621,6 +655,7 @@ class Semantic(MemorySemanticMixin):
 
     def fma(self, x, y, z):
         x, y = self.binary_operands(x, y)
+        self.check_arithmetic_type(x, y)
         z = self.cast(self.to_tensor(z), x.type.scalar)
         x, y, z = self.broadcast_all(x, y, z)
         if not x.type.scalar.is_floating():

@@ -70,6 +70,9 @@ class MemorySemanticMixin:
             if s <= 0 or s & (s - 1):
                 raise ValueError(f"shape {shape}: each dimension must be a power of 2")
         value = tl._unwrap_if_constexpr(value)
+        if dtype.is_fp8e4b15() and not isinstance(value, tl.tensor):
+            # No float constant of an i8 type: make the float32 constant and convert its bits.
+            return self.cast(self.full(shape, value, tl.float32), dtype)
         if isinstance(value, tl.tensor):
             if value.type.is_block():
                 raise ValueError("full: value must be a scalar")
@@ -367,6 +370,10 @@ class MemorySemanticMixin:
             raise ValueError(f"dot: batch dimensions differ: {sa[0]} and {sb[0]}")
         if min(sa[-2:] + sb[-2:]) < 16:
             raise ValueError(f"dot: all non-batch dimensions of both inputs ({sa}, {sb}) must be >= 16")
+        if a.type.scalar.is_fp8e4b15() or b.type.scalar.is_fp8e4b15():
+            # No MMA reads float8e4b15: as Triton does where fp8 is not native, multiply in float16
+            # (exact: every float8e4b15 value is a float16 value).
+            a, b = self.cast(a, tl.float16), self.cast(b, tl.float16)
         ta, tb = a.type.scalar, b.type.scalar
         if ta.is_fp8() and tb.is_fp8():
             pass
