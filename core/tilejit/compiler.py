@@ -71,18 +71,19 @@ def tilejit_version() -> str:
 # Plugins that observe launches are looked up once; most processes have none, and then a launch
 # does not even build the hook arguments.
 _launch_hooks_state: list = []
+_NO_HOOKS = (None, None)
 
 
 def launch_hooks():
     """(pre, post) hook callers when some plugin implements `tilejit_pre_launch`/`tilejit_post_launch`,
-    else None in their place."""
+    else None in their place (the very object `_NO_HOOKS` when there are none)."""
     if not _launch_hooks_state:
         found = []
         manager = _plugin_manager()
         for hook_name in ("tilejit_pre_launch", "tilejit_post_launch"):
             caller = getattr(manager.hook, hook_name, None) if manager is not None else None
             found.append(caller if caller is not None and caller.get_hookimpls() else None)
-        _launch_hooks_state.append(tuple(found))
+        _launch_hooks_state.append(_NO_HOOKS if found == [None, None] else tuple(found))
     return _launch_hooks_state[0]
 
 
@@ -132,6 +133,31 @@ def _json_key(key) -> str:
     return str(key)
 
 
+def _flat_signature(signature: dict) -> dict:
+    """The launchers' view of a signature: one entry per leaf, a tuple parameter's elements named by
+    their index (`t[0]`, `t[1][0]`), in depth-first order, the order of the kernel's arguments."""
+    flat = {}
+
+    def walk(name, entry):
+        if isinstance(entry, (tuple, list)):
+            for i, element in enumerate(entry):
+                walk(f"{name}[{i}]", element)
+        else:
+            flat[name] = str(entry)
+
+    for key, entry in signature.items():
+        walk(_json_key(key), entry)
+    return flat
+
+
+def _nested_types(signature: dict) -> list:
+    """[[name, type or nested list of types], ...] in parameter order: tuple parameters' structure."""
+    def plain(entry):
+        return [plain(e) for e in entry] if isinstance(entry, (tuple, list)) else str(entry)
+
+    return [[_json_key(key), plain(entry)] for key, entry in signature.items()]
+
+
 def _options_value(options, name, default):
     return getattr(options, name, default)
 
@@ -154,13 +180,20 @@ class CompiledKernel:
     """One compiled kernel: every stage's artifact, its metadata, and (lazily) a launcher.
 
     `asm[stage]` holds each stage's output (text for IR and assembly, bytes for the binary),
-    `metadata` the JSON-safe facts the launcher needs. `kernel[grid](*args)` launches it like
+    `metadata` the JSON-safe facts the launcher needs (`signature` has one entry per runtime leaf,
+    tuple elements as `t[0]`; `param_types` keeps each parameter's nested type). `kernel[grid](*args)` launches it like
     Triton's compiled kernel; `args` are the runtime arguments (constexprs removed), in signature
     order. Passing every argument (constexprs included) also works: the constexprs are dropped.
     """
 
+    # Triton 3.0-3.3's launch hooks: `CompiledKernel.launch_enter_hook = fn` is called with the
+    # `launch_metadata(...)` dict before every launch, `launch_exit_hook` after it.
+    launch_enter_hook = None
+    launch_exit_hook = None
+
     def __init__(self, src_name: str, target, metadata: dict, asm: dict):
         self.src_name = src_name
+        self.jit_function = None  # set by the JIT: its `launch_metadata` function feeds the hooks
         self.name = metadata.get("name", src_name)
         self.target = target
         self.metadata = metadata
@@ -181,21 +214,50 @@ class CompiledKernel:
 
     @property
     def runtime_arg_names(self) -> list:
+        """Names of the launcher's arguments: runtime parameters, tuple elements as `t[0]`, `t[1]`."""
         signature = self.metadata.get("signature", {})
         return [name for name, ty in signature.items() if ty != "constexpr"]
+
+    def launch_metadata(self, grid, stream, *args) -> dict:
+        """What launch hooks report about one launch (Triton's `CompiledKernel.launch_metadata`): the
+        kernel's name, grid and stream, plus what the `@jit(launch_metadata=fn)` function returns for
+        `fn(grid, metadata, args)` where `args` maps parameter names to the bound values."""
+        info = {"name": self.name, "grid": grid, "stream": stream}
+        function = getattr(self.jit_function, "launch_metadata", None)
+        if function is not None:
+            # As Triton: every parameter by name, constexprs from the constants (tuple elements
+            # appear flattened, under their launcher names `t[0]`, ...).
+            values = {k: v for k, v in (self.metadata.get("constants") or {}).items() if isinstance(k, str)}
+            values.update(zip(self.runtime_arg_names, args))
+            extra = function(grid, self.metadata, values)
+            if extra:
+                info.update(extra)
+        return info
 
     def run(self, grid, args, stream=None):
         """Launch on a 3-tuple grid with the runtime arguments in signature order. Plugins' launch
         hooks fire here (so both `kernel[grid]` and JIT launches see them), only if some exist."""
-        launcher = self.launcher
-        pre, post = launch_hooks()
-        if pre is None and post is None:
+        launcher = self._launcher
+        if launcher is None:
+            launcher = self.launcher
+        hooks = _launch_hooks_state[0] if _launch_hooks_state else launch_hooks()
+        if hooks is _NO_HOOKS and CompiledKernel.launch_enter_hook is None and CompiledKernel.launch_exit_hook is None:
             return launcher(grid, args, stream)
+        return self._run_with_hooks(launcher, hooks, grid, args, stream)
+
+    def _run_with_hooks(self, launcher, hooks, grid, args, stream):
+        pre, post = hooks
+        enter, leave = CompiledKernel.launch_enter_hook, CompiledKernel.launch_exit_hook
+        info = self.launch_metadata(grid, stream, *args) if enter is not None or leave is not None else None
+        if enter is not None:
+            enter(info)
         if pre is not None:
             pre(kernel_name=self.name, grid=grid, args=args)
         result = launcher(grid, args, stream)
         if post is not None:
             post(kernel_name=self.name, grid=grid, args=args)
+        if leave is not None:
+            leave(info)
         return result
 
     def __getitem__(self, grid):
@@ -207,14 +269,50 @@ class CompiledKernel:
         return runner
 
     def _runtime_args(self, args) -> tuple:
+        """The launcher's arguments from what a user passed to `compiled[grid](...)`: the runtime
+        arguments, or every parameter (constexprs are dropped). Tuple parameters may be passed as
+        tuples (flattened here, their constexpr elements dropped) or already flattened."""
         signature = self.metadata.get("signature", {})
         runtime_names = self.runtime_arg_names
+        nested = self.metadata.get("param_types")
+        if nested and any(type(a) is tuple or isinstance(a, tuple) for a in args):
+            return self._flatten_tuple_args(args, nested, runtime_names)
         if not signature or len(args) == len(runtime_names):
             return tuple(args)
         if len(args) == len(signature):
             return tuple(a for a, ty in zip(args, signature.values()) if ty != "constexpr")
         raise TypeError(f"kernel '{self.name}' takes {len(runtime_names)} runtime arguments "
                         f"({', '.join(runtime_names)}), got {len(args)}")
+
+    def _flatten_tuple_args(self, args, nested: list, runtime_names: list) -> tuple:
+        def has_runtime_leaf(entry):
+            if isinstance(entry, list):
+                return any(has_runtime_leaf(e) for e in entry)
+            return entry != "constexpr"
+
+        if len(args) == len(nested):
+            params = nested
+        else:
+            params = [p for p in nested if has_runtime_leaf(p[1])]
+            if len(args) != len(params):
+                raise TypeError(f"kernel '{self.name}' takes {len(nested)} parameters "
+                                f"({', '.join(p[0] for p in nested)}) or its {len(params)} runtime ones, "
+                                f"got {len(args)} arguments")
+        flat = []
+
+        def walk(name, entry, value):
+            if isinstance(entry, list):
+                if not isinstance(value, tuple) or len(value) != len(entry):
+                    raise TypeError(f"kernel '{self.name}': parameter '{name}' takes a tuple of {len(entry)} "
+                                    f"elements, got {value!r:.60}")
+                for i, (sub, element) in enumerate(zip(entry, value)):
+                    walk(f"{name}[{i}]", sub, element)
+            elif entry != "constexpr":
+                flat.append(value)
+
+        for (name, entry), value in zip(params, args):
+            walk(name, entry, value)
+        return tuple(flat)
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, target={self.target!s}, stages={list(self.asm)})"
@@ -307,7 +405,8 @@ def _initial_metadata(src, target, opts, key) -> dict:
         "num_ctas": _options_value(opts, "num_ctas", 1),
         "debug": bool(_options_value(opts, "debug", False)),
         "shared": 0,
-        "signature": {_json_key(k): str(v) for k, v in (getattr(src, "signature", None) or {}).items()},
+        "signature": _flat_signature(getattr(src, "signature", None) or {}),
+        "param_types": _nested_types(getattr(src, "signature", None) or {}),
         "constants": _json_safe(dict(getattr(src, "constexprs", None) or {})),
         "hash": key,
     }

@@ -55,6 +55,15 @@ def _selection_key_reader(names: tuple):
     except Exception:  # an unusual os.environ: read it the ordinary way
         return slow
 
+    if len(keys) == 3:  # the launch path reads three knobs: no generator, ~0.2 us
+        k0, k1, k2 = keys
+
+        def fast() -> tuple:
+            if os.environ is not environ:
+                return slow()
+            return data.get(k0), data.get(k1), data.get(k2)
+        return fast
+
     def fast() -> tuple:
         if os.environ is not environ:
             return slow()

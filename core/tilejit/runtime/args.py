@@ -240,12 +240,26 @@ def device_kind_of(arg) -> str:
 # The JIT asks for (type string, address, device) of every tensor argument on every launch. Which
 # attributes to read depends only on the argument's Python type, so that decision is made once per type.
 
+# dtype object -> "*<element>": the same string object every launch, so its hash is computed once.
+_pointer_type_by_dtype: dict = {}
+
+
+def _pointer_type(dtype, name) -> str:
+    try:
+        return _pointer_type_by_dtype[dtype]
+    except KeyError:
+        pointer_type = _pointer_type_by_dtype[dtype] = "*" + element_type_of_dtype(dtype, name)
+        return pointer_type
+    except TypeError:  # an unhashable dtype object
+        return "*" + element_type_of_dtype(dtype, name)
+
+
 def _read_numpy(arg, name):
-    return "*" + element_type_of_dtype(arg.dtype, name), arg.__array_interface__["data"][0] or 0
+    return _pointer_type(arg.dtype, name), arg.__array_interface__["data"][0] or 0
 
 
 def _read_data_ptr(arg, name):
-    return "*" + element_type_of_dtype(arg.dtype, name), int(arg.data_ptr())
+    return _pointer_type(arg.dtype, name), arg.data_ptr()
 
 
 def _read_generic(arg, name):

@@ -1,9 +1,11 @@
 """`@tilejit.jit`: the JITFunction, its specialization and its launch path (Triton 3.x semantics).
 
-`kernel[grid](*args, **kwargs)` binds the arguments with a binder generated once from the kernel's
-signature, computes a specialization key with one tight loop over the arguments, looks the key up in
-the per-target cache and, on a miss, compiles through `tilejit.compiler.compile`. The cached path does
-no `inspect` work, no hashing of sources and no imports.
+`kernel[grid](*args, **kwargs)` binds the arguments and computes the specialization key in one call
+of a function generated once from the kernel's signature, looks (key, options, selection knobs, scoped
+target) up in one dict and, on a miss, chooses the target and compiles through
+`tilejit.compiler.compile`. The cached path does no `inspect` work, no target selection, no hashing of
+sources and no imports. Tuple parameters (Triton 3.x) are specialized element by element and reach the
+launcher flattened depth-first, constexpr elements dropped.
 
 Attributes that the frontend reads (keep them stable): `fn`, `src` (the dedented source starting at
 `def`), `arg_names`, `params` (`KernelParam`), `__name__`, `__globals__`, `starting_line_number`
@@ -46,6 +48,10 @@ _DIVISIBILITY = 16
 _EQUAL_TO_ONE = ("constexpr", 1)
 _NONE_CONSTANT = ("constexpr", None)
 _FP32 = ("fp32", False)
+_I32_DIVISIBLE = ("i32", True)
+_I32 = ("i32", False)
+# The key entry of a tuple argument is (_TUPLE, (entry of each element)); no type string is "tuple".
+_TUPLE = "tuple"
 
 
 def _is_constexpr_annotation(annotation) -> bool:
@@ -104,23 +110,82 @@ _numpy_memo: dict = {}
 _NUMPY_MEMO_SIZE = 256
 
 
-def _numpy_facts(array, name):
-    """`_read_numpy(array)` memoised per live array: reading `__array_interface__` builds a dict
-    (~2-3 us, the largest cost of a cached launch). The entry is used only while it refers to this
-    very object (a weak reference) with the same shape and dtype; a NumPy array's data pointer does
+def _numpy_key(array, name, align):
+    """The key entry of a NumPy array, memoised per live array: reading `__array_interface__` builds a
+    dict (~2-3 us, once the largest cost of a cached launch). The entry is used only while it refers to
+    this very object (a weak reference) with the same shape and dtype; a NumPy array's data pointer does
     not move while its size stays the same (`resize` to another size changes the shape)."""
     entry = _numpy_memo.get(id(array))
     if entry is not None and entry[0]() is array and entry[1] == array.shape and entry[2] == array.dtype:
-        return entry[3]
-    facts = _read_numpy(array, name)
+        return entry[3] if align else entry[4]
+    type_string, address = _read_numpy(array, name)
+    aligned, unaligned = (type_string, address % _DIVISIBILITY == 0), (type_string, False)
     try:
         ref = weakref.ref(array)
     except TypeError:  # pragma: no cover - ndarrays support weak references
-        return facts
+        return aligned if align else unaligned
     if len(_numpy_memo) >= _NUMPY_MEMO_SIZE:
         _numpy_memo.clear()
-    _numpy_memo[id(array)] = (ref, array.shape, array.dtype, facts)
-    return facts
+    _numpy_memo[id(array)] = (ref, array.shape, array.dtype, aligned, unaligned)
+    return aligned if align else unaligned
+
+
+def _scalar_key(value, name, specialize):
+    """Key entry of an argument that is neither a plain int/float, a tensor nor a tuple."""
+    if value is None:
+        return _NONE_CONSTANT
+    if type(value) is MockArg:
+        return (value.type_string, value.type_string.startswith("*"))
+    if type(value).__name__ == "constexpr" and hasattr(value, "value"):
+        return ("constexpr", value.value)  # a `tl.constexpr` passed as an argument, as in Triton
+    type_string = dtype_of(value, name)  # raises, naming the parameter, for unsupported values
+    if type_string in ("i32", "i64", "u64"):
+        number = int(value)  # int subclasses and NumPy integers follow the int rules
+        if specialize and number == 1:
+            return _EQUAL_TO_ONE
+        return (type_string, specialize and number % _DIVISIBILITY == 0)
+    return (type_string, False)
+
+
+class _NotYetSeen:
+    """Stands for `numpy.ndarray` until the first array is keyed (this module does not import NumPy)."""
+
+
+_ndarray_type = _NotYetSeen
+
+
+def _arg_key(value, name, specialize, align):
+    """The specialization of one runtime argument: (type string, divisible by 16) for scalars and
+    NumPy arrays, (type string, aligned, device) for other tensors (the device steers the target),
+    ("constexpr", value) for 1, None and `tl.constexpr` values, and (_TUPLE, (entries...)) for a tuple,
+    whose elements are specialized like top-level arguments (Triton 3.x)."""
+    global _ndarray_type
+    kind = type(value)
+    if kind is _ndarray_type:  # the memo check of `_numpy_key` inlined: the common case of a launch
+        entry = _numpy_memo.get(id(value))
+        if entry is not None and entry[0]() is value and entry[1] == value.shape and entry[2] == value.dtype:
+            return entry[3] if align else entry[4]
+        return _numpy_key(value, name, align)
+    kind = type(value)
+    if kind is int:
+        if specialize and value == 1:
+            return _EQUAL_TO_ONE
+        if -0x80000000 <= value <= 0x7FFFFFFF:
+            return ("i32", specialize and value % _DIVISIBILITY == 0)
+        return (int_type_string(value, name), specialize and value % _DIVISIBILITY == 0)
+    if kind is float:
+        return _FP32
+    if isinstance(value, tuple):  # tuples and named tuples
+        return (_TUPLE, tuple([_arg_key(element, f"{name}[{i}]", specialize, align)
+                               for i, element in enumerate(value)]))
+    reader = tensor_reader(value)
+    if reader is None:
+        return _scalar_key(value, name, specialize)
+    if reader is _read_numpy:
+        _ndarray_type = kind
+        return _numpy_key(value, name, align)
+    type_string, address = reader(value, name)
+    return (type_string, align and address % _DIVISIBILITY == 0, getattr(value, "device", None))
 
 
 def _grid3(grid):
@@ -128,14 +193,14 @@ def _grid3(grid):
     non-negative ints. None for anything else (which `normalize_grid` checks and reports)."""
     if type(grid) is tuple:
         n = len(grid)
-        if n == 3:
-            x, y, z = grid
-            if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
-                return grid
-        elif n == 1:
+        if n == 1:
             x = grid[0]
             if type(x) is int and x >= 0:
                 return (x, 1, 1)
+        elif n == 3:
+            x, y, z = grid
+            if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
+                return grid
         elif n == 2:
             x, y = grid
             if type(x) is int and type(y) is int and x >= 0 and y >= 0:
@@ -146,18 +211,66 @@ def _grid3(grid):
 _selection_env = _knobs_object.selection_env
 
 
-def _make_binder(kernel_name: str, params: list):
-    """Generate `def <kernel>(a, b, c=<default>, **options): return (a, b, c), options` once, so that
-    Python itself checks the call (and names missing or duplicated parameters) at C speed."""
+def _make_specializer(kernel_name: str, params: list):
+    """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
+    arguments and computes its specialization key in one expression per parameter:
+
+        def kernel(x, n, BLOCK=<default>, **options):
+            return (x, n, BLOCK), options, (_tj_key(x, 'x', True, True), <inline int test on n>, BLOCK)
+
+    Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
+    needs no loop and no per-parameter plan lookups. The common int (an i32 other than 1) is keyed
+    inline; everything else goes through `_arg_key`."""
     defaults = {p.name: p.default for p in params if p.has_default}
-    pieces = [f"{p.name}=_defaults[{p.name!r}]" if p.has_default else p.name for p in params]
-    names = "".join(f"{p.name}, " for p in params)
+    pieces = [f"{p.name}=_tj_defaults[{p.name!r}]" if p.has_default else p.name for p in params]
+    keys = []
+    for p in params:
+        n = p.name
+        if p.is_constexpr:
+            keys.append(n)
+        elif p.do_not_specialize:
+            keys.append(f"_tj_key({n}, {n!r}, False, False)")
+        else:
+            align = not p.do_not_specialize_on_alignment
+            keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if _tj_type({n}) is int and "
+                        f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else _tj_key({n}, {n!r}, True, {align}))")
     options_name = "_tilejit_options"
     source = (f"def {kernel_name}({', '.join(pieces + ['**' + options_name])}):\n"
-              f"    return ({names}), {options_name}\n")
-    namespace = {"_defaults": defaults}
+              f"    return ({''.join(p.name + ', ' for p in params)}), {options_name}, "
+              f"({''.join(k + ', ' for k in keys)})\n")
+    namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
+                 "_tj_i32_divisible": _I32_DIVISIBLE}
     exec(compile(source, f"<tilejit binder of {kernel_name}>", "exec"), namespace)  # noqa: S102
     return namespace[kernel_name]
+
+
+def _make_runtime_picker(paths: list, count: int):
+    """`bound -> runtime arguments` for one specialization: None when every parameter is a runtime
+    argument as it is (the bound tuple is passed on unchanged), else a generated `lambda b: (b[0],
+    b[2][1], ...)` that drops constexprs and flattens tuple elements depth-first."""
+    if len(paths) == count and all(len(path) == 1 and path[0] == i for i, path in enumerate(paths)):
+        return None
+    items = "".join("b" + "".join(f"[{i}]" for i in path) + ", " for path in paths)
+    return eval(f"lambda b: ({items})")  # noqa: S307 - built from integer paths only
+
+
+def _flat_runtime_args(params, bound):
+    """(values, names) of every runtime leaf, tuples flattened (`t[0]`, `t[1]`): what target selection
+    inspects for tensors."""
+    values, names = [], []
+
+    def walk(value, name):
+        if isinstance(value, tuple):
+            for i, element in enumerate(value):
+                walk(element, f"{name}[{i}]")
+        else:
+            values.append(value)
+            names.append(name)
+
+    for param, value in zip(params, bound):
+        if not param.is_constexpr:
+            walk(value, param.name)
+    return values, names
 
 
 class _DependencyFinder(ast.NodeVisitor):
@@ -247,14 +360,13 @@ class JITFunction(KernelInterface):
         self.params = [KernelParam(p, i, i in no_spec, i in no_align or i in no_spec)
                        for i, p in enumerate(signature.parameters.values())]
         self.constexpr_indices = tuple(p.num for p in self.params if p.is_constexpr)
-        self._binder = _make_binder(self.__name__, self.params)
-        # Per-launch work precomputed as flat tuples: (is_constexpr, specialize, specialize_alignment).
-        self._param_plan = tuple((p.is_constexpr, not p.do_not_specialize,
-                                  not p.do_not_specialize_on_alignment) for p in self.params)
-        self.cache: dict = {}  # target -> {specialization key -> (CompiledKernel, runtime indices)}
+        self._specializer = _make_specializer(self.__name__, self.params)
+        self.cache: dict = {}  # target -> {(key, options, target) -> (CompiledKernel, runtime picker)}
+        # The launch path's one look-up: (key, options, selection knobs, scoped target) -> the entry
+        # of `cache`. The target depends only on those (the key holds every tensor's type and device).
+        self._launch_cache: dict = {}
         self._cache_key = None
         self._option_names: dict = {}  # target -> frozenset of accepted option keys
-        self._target_memo: dict = {}
         self._compile_lock = threading.Lock()
 
     # --- construction helpers -------------------------------------------------------------------
@@ -320,7 +432,7 @@ class JITFunction(KernelInterface):
         with self._compile_lock:
             self.cache.clear()
             self._option_names.clear()
-            self._target_memo.clear()
+            self._launch_cache.clear()
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"Cannot call @jit'd function '{self.__name__}' outside of the scope of a kernel")
@@ -331,15 +443,22 @@ class JITFunction(KernelInterface):
     # --- binding -----------------------------------------------------------------------------------
 
     def _bind(self, args, kwargs):
+        """(bound arguments, launch options, specialization key) of one launch."""
         try:
-            bound, options = self._binder(*args, **kwargs)
+            return self._specializer(*args, **kwargs)
         except TypeError as exc:
+            # A binding error is raised by the call itself, before the generated function's frame
+            # runs: its traceback has no further frame. Errors from inside (an argument of an
+            # unsupported type) already name the parameter and pass unchanged.
+            if exc.__traceback__ is not None and exc.__traceback__.tb_next is not None:
+                raise
             raise TypeError(f"kernel '{self.__name__}': {exc} (parameters: {', '.join(self.arg_names)})") from None
+
+    def _check_constexpr_values(self, bound) -> None:
         for i in self.constexpr_indices:
             if is_tensor_like(bound[i]):
                 raise TypeError(f"kernel '{self.__name__}': constexpr parameter '{self.arg_names[i]}' was "
                                 f"given a tensor ({type(bound[i]).__name__}); constexprs take Python values")
-        return bound, options
 
     def _check_options(self, options: dict, target, backend) -> None:
         allowed = self._option_names.get(target)
@@ -357,90 +476,42 @@ class JITFunction(KernelInterface):
 
     # --- specialization ----------------------------------------------------------------------------
 
-    def _specialize(self, bound) -> tuple:
-        """(key, devices). The key has one entry per parameter: the constexpr's value, or (type string,
-        specialization) where the specialization is True (divisible by 16), False, or the constant
-        1 / None. `devices` holds (type, device) of each tensor argument, to memoise the target."""
-        key = []
-        devices = []
-        names = self.arg_names
-        for i, (is_constexpr, specialize, align) in enumerate(self._param_plan):
-            value = bound[i]
-            if is_constexpr:
-                key.append(value)
-                continue
-            kind = type(value)
-            if kind is int:
-                if specialize and value == 1:
-                    key.append(_EQUAL_TO_ONE)
-                elif -0x80000000 <= value <= 0x7FFFFFFF:
-                    key.append(("i32", specialize and value % _DIVISIBILITY == 0))
-                else:
-                    key.append((int_type_string(value, names[i]), specialize and value % _DIVISIBILITY == 0))
-                continue
-            if kind is float:
-                key.append(_FP32)
-                continue
-            reader = tensor_reader(value)
-            if reader is not None:
-                if reader is _read_numpy:
-                    type_string, address = _numpy_facts(value, names[i])
-                else:
-                    type_string, address = reader(value, names[i])
-                key.append((type_string, align and address % _DIVISIBILITY == 0))
-                devices.append((kind, getattr(value, "device", None)))
-            else:
-                key.append(self._scalar_key(value, names[i], specialize))
-        return tuple(key), tuple(devices)
-
-    @staticmethod
-    def _scalar_key(value, name, specialize):
-        if value is None:
-            return _NONE_CONSTANT
-        if type(value) is MockArg:
-            return (value.type_string, value.type_string.startswith("*"))
-        type_string = dtype_of(value, name)  # raises, naming the parameter, for unsupported values
-        if type_string in ("i32", "i64", "u64"):
-            number = int(value)  # int subclasses and NumPy integers follow the int rules
-            if specialize and number == 1:
-                return _EQUAL_TO_ONE
-            return (type_string, specialize and number % _DIVISIBILITY == 0)
-        return (type_string, False)
-
     def _source_for(self, bound, spec_key):
-        signature, constexprs, attrs, runtime = {}, {}, {}, []
+        """(ASTSource, runtime picker) of one specialization. A tuple argument's signature entry is a
+        nested tuple of type strings; its constexpr elements and aligned elements are addressed by
+        paths `(param index, element index, ...)` in `constexprs` and `attrs` (Triton 3.x)."""
+        signature, constexprs, attrs, runtime_paths = {}, {}, {}, []
+
+        def entry_type(entry, value, path):
+            if entry[0] == _TUPLE:
+                return tuple(entry_type(sub, value[j], path + (j,)) for j, sub in enumerate(entry[1]))
+            if entry[0] == "constexpr":
+                constexprs[path if len(path) > 1 else self.arg_names[path[0]]] = entry[1]
+                return "constexpr"
+            if entry[1]:
+                attrs[path] = [["tt.divisibility", _DIVISIBILITY]]
+            runtime_paths.append(path)
+            return entry[0]
+
         for i, (param, entry) in enumerate(zip(self.params, spec_key)):
             if param.is_constexpr:
                 signature[param.name] = "constexpr"
                 constexprs[param.name] = bound[i]
-            elif entry[0] == "constexpr":
-                signature[param.name] = "constexpr"
-                constexprs[param.name] = entry[1]
             else:
-                signature[param.name] = entry[0]
-                if entry[1]:
-                    attrs[(i,)] = [["tt.divisibility", _DIVISIBILITY]]
-                runtime.append(i)
-        return _make_ast_source(self, signature, constexprs, attrs), tuple(runtime)
+                signature[param.name] = entry_type(entry, bound[i], (i,))
+        picker = _make_runtime_picker(runtime_paths, len(self.params))
+        return _make_ast_source(self, signature, constexprs, attrs), picker
 
-    # --- targets -----------------------------------------------------------------------------------
+    # --- targets ---------------------------------------------------------------------------------
 
-    def _target_for(self, bound, devices, explicit=None):
+    def _target_for(self, bound, explicit=None):
+        values, names = _flat_runtime_args(self.params, bound)
         if explicit is not None:
-            return compiler._backends().select_target(bound, explicit=explicit, names=self.arg_names)
+            return compiler._backends().select_target(values, explicit=explicit, names=names)
         scoped = _explicit_target_var().get()
         if scoped is not None:
             return scoped
-        # `select_target` asks each backend's driver whether it owns each tensor. The answer depends
-        # only on the environment and on the tensors' types and devices: memoise on those.
-        memo_key = (_selection_env(), devices)
-        try:
-            return self._target_memo[memo_key]
-        except KeyError:
-            target = self._target_memo[memo_key] = compiler._backends().select_target(bound, names=self.arg_names)
-            return target
-        except TypeError:  # an unhashable device object: no memo for this call
-            return compiler._backends().select_target(bound, names=self.arg_names)
+        return compiler._backends().select_target(values, names=names)
 
     # --- launch ------------------------------------------------------------------------------------
 
@@ -459,7 +530,10 @@ class JITFunction(KernelInterface):
         return launcher
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
-        bound, options = self._bind(args, kwargs)
+        try:
+            bound, options, spec_key = self._specializer(*args, **kwargs)
+        except TypeError:
+            bound, options, spec_key = self._bind(args, kwargs)  # raises, naming the kernel
         stream = None
         if options:
             stream = options.pop("stream", None)
@@ -467,19 +541,17 @@ class JITFunction(KernelInterface):
                 warmup = options.pop("warmup")
         if self.debug is not None and "debug" not in options:
             options["debug"] = self.debug
-        spec_key, devices = self._specialize(bound)
-        target = self._target_for(bound, devices, explicit_target)
+        options_key = tuple(sorted(options.items())) if options else ()
+        scope = explicit_target if explicit_target is not None else _explicit_target_var().get()
+        launch_key = (spec_key, options_key, _selection_env(), scope)
         try:
-            key = (spec_key, tuple(sorted(options.items())) if options else (), target)
-            per_target = self.cache.get(target)
-            if per_target is None:
-                per_target = self.cache.setdefault(target, {})
-            entry = per_target.get(key)
-        except TypeError as exc:  # an unhashable constexpr value
+            entry = self._launch_cache.get(launch_key)
+        except TypeError as exc:  # an unhashable constexpr value (or a tensor given to a constexpr)
+            self._check_constexpr_values(bound)
             raise TypeError(f"kernel '{self.__name__}': constexpr arguments must be hashable: {exc}") from None
         if entry is None:
-            entry = self._compile(bound, spec_key, options, target, key)
-        kernel, runtime_indices = entry
+            entry = self._miss(bound, spec_key, options, options_key, explicit_target, launch_key)
+        kernel, picker = entry
         if warmup:
             return kernel
 
@@ -490,10 +562,17 @@ class JITFunction(KernelInterface):
         grid3 = _grid3(grid)
         if grid3 is None:
             grid3 = compiler.normalize_grid(grid, self.__name__)
-        # The runtime indices are an increasing subset of the parameters: same length, same tuple.
-        kernel.run(grid3, bound if len(runtime_indices) == len(bound) else tuple([bound[i] for i in runtime_indices]),
-                   stream)
+        kernel.run(grid3, bound if picker is None else picker(bound), stream)
         return kernel
+
+    def _miss(self, bound, spec_key, options, options_key, explicit_target, launch_key):
+        """First launch with this launch key: choose the target, compile (or find the specialization
+        compiled for an equal key under another scope), and remember the entry for the launch path."""
+        self._check_constexpr_values(bound)
+        target = self._target_for(bound, explicit_target)
+        entry = self._compile(bound, spec_key, options, target, (spec_key, options_key, target))
+        self._launch_cache[launch_key] = entry
+        return entry
 
     def _compile(self, bound, spec_key, options, target, key):
         with self._compile_lock:
@@ -504,9 +583,11 @@ class JITFunction(KernelInterface):
             backend = compiler._backends().backend_for_target(target)
             self._check_options(options, target, backend)
             compile_options = {k: v for k, v in options.items() if v is not None}
-            src, runtime_indices = self._source_for(bound, spec_key)
+            src, picker = self._source_for(bound, spec_key)
             kernel = compiler.compile(src, target=target, options=compile_options)
-            entry = (kernel, runtime_indices)
+            if self.launch_metadata is not None or kernel.jit_function is None:
+                kernel.jit_function = self
+            entry = (kernel, picker)
             per_target[key] = entry
             return entry
 
@@ -515,8 +596,12 @@ class JITFunction(KernelInterface):
         type strings ("*fp32", "i32", ...) instead of data. The target comes from `target=`, a
         `with tilejit.target(...)` block, the environment, or the arguments."""
         def as_mock(index, value):
-            if isinstance(value, str) and index is not None and not self.params[index].is_constexpr:
+            if index is None or self.params[index].is_constexpr:
+                return value
+            if isinstance(value, str):
                 return MockArg(value)
+            if isinstance(value, tuple):  # a tuple parameter given as ("*fp32", "i32", ...)
+                return tuple(as_mock(index, element) for element in value)
             return value
 
         args = tuple(as_mock(i if i < len(self.params) else None, a) for i, a in enumerate(args))
