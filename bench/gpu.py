@@ -8,7 +8,13 @@ A workload that tilejit cannot compile or gets wrong is reported as such, never 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import glob
+import io
 import os
+import pstats
+import shutil
+import subprocess
 import statistics
 import sys
 import time
@@ -127,6 +133,80 @@ def compile_ms(k, tag) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
+def _disassembler():
+    """cuobjdump (CUDA toolkit or the copy Triton ships), for SASS listings; None when absent."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    import triton
+    bundled = glob.glob(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
+    return bundled[0] if bundled else None
+
+
+def dump_assembly(kernels, names, quick, directory):
+    """Every stage of each workload's kernel, from both compilers, into `directory` (SASS too when a
+    disassembler is found): the material for comparing tilejit's code with Triton's."""
+    os.makedirs(directory, exist_ok=True)
+    cuobjdump = _disassembler()
+    for name in names:
+        for flavour, k in kernels.items():
+            try:
+                compiled = WORKLOADS[name](k, quick)[0]()
+                torch.cuda.synchronize()
+                for stage, text in compiled.asm.items():
+                    path = os.path.join(directory, f"{name}.{flavour}.{stage}")
+                    mode = "wb" if isinstance(text, bytes) else "w"
+                    with open(path, mode) as f:
+                        f.write(text)
+                    if stage == "cubin" and cuobjdump:
+                        sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+                        with open(path + ".sass", "w") as f:
+                            f.write(sass.stdout + sass.stderr)
+                meta = compiled.metadata
+                meta = meta._asdict() if hasattr(meta, "_asdict") else dict(meta)
+                with open(os.path.join(directory, f"{name}.{flavour}.metadata"), "w") as f:
+                    f.write(repr(meta))
+            except Exception as exc:  # keep dumping the others
+                print(f"[{flavour}] dump of {name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def profile_launch(k, directory):
+    """Where a cached tilejit launch spends its time: the JIT path, `CompiledKernel.run` and the
+    launcher alone (each timed apart), and a cProfile listing of the full path."""
+    x = torch.zeros(1, device="cuda")
+    compiled = k.tiny_kernel[(1,)](x)
+    launcher = compiled.launcher
+    launch = getattr(launcher, "launch", launcher)
+    n = 5000
+    lines = []
+    for label, call in (("jit path", lambda: k.tiny_kernel[(1,)](x)),
+                        ("CompiledKernel.run", lambda: compiled.run((1, 1, 1), (x,))),
+                        ("launcher alone", lambda: launch((1, 1, 1), (x,)))):
+        for _ in range(200):
+            call()
+        torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - t0) / n * 1e6)
+            torch.cuda.synchronize()
+        lines.append(f"{label}: {best:.2f} us")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(n):
+        k.tiny_kernel[(1,)](x)
+    profiler.disable()
+    torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+    text = "\n".join(lines) + "\n\n" + out.getvalue()
+    print("\n".join(lines))
+    with open(os.path.join(directory, "launch_profile.txt"), "w") as f:
+        f.write(text)
+
+
 def measure(k, name, quick):
     run, check, work, unit, _ = WORKLOADS[name](k, quick)
     run()
@@ -141,11 +221,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--dump", metavar="DIR", help="also write both compilers' assembly of each workload "
+                    "(and a launch profile) into DIR")
     args = ap.parse_args()
     os.environ.setdefault("TILEJIT_CACHE_DIR", "/tmp/tilejit-bench-cache")
     device = torch.cuda.get_device_name()
     import triton
     kernels = {"tilejit": load_kernels("tilejit"), "triton": load_kernels("triton")}
+    if args.dump:
+        dump_assembly(kernels, args.only.split(","), args.quick, args.dump)
+        profile_launch(kernels["tilejit"], args.dump)
     rows = []
     for name in args.only.split(","):
         res = {}

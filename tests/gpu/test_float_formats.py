@@ -7,6 +7,9 @@ import llvmlite.ir as llir
 import numpy as np
 import pytest
 
+import tilejit
+import tilejit.language as tl
+
 from tilejit.gpu.llvm.float_formats import decode_to_f32, encode_from_f32
 
 numerics = pytest.importorskip("tilejit_interpreter.numerics")
@@ -88,3 +91,43 @@ def test_bf16_encode_matches_interpreter(rounding):
     np.testing.assert_array_equal(got[finite], want[finite])
     assert np.all((got[~finite] & 0x7FC0) == 0x7FC0)   # NaN stays a (quiet) NaN
 
+
+
+# ------------------------------------------------------------------ constants of the storage formats
+@pytest.mark.parametrize("name", ["bf16"] + FORMATS)
+def test_constant_bits_match_interpreter(name):
+    from tilejit.gpu.llvm.float_formats import constant_bits
+    # float64 values, so that bf16's double rounding (f64 -> f32 -> bf16) is exercised too
+    x = np.concatenate([_samples().astype(np.float64), [1.0 + 2.0 ** -8 + 2.0 ** -40, 1.0 + 2.0 ** -8, 3.0, -2.5]])
+    got = np.array([constant_bits(v, name) for v in x])
+    want = np.asarray(numerics.encode_float(x, name)).view(np.uint16 if name == "bf16" else np.uint8)
+    finite = ~np.isnan(x)
+    np.testing.assert_array_equal(got[finite], want[finite].astype(np.int64))
+    decode = _jit_map(lambda b, c: decode_to_f32(b, c, name), I16 if name == "bf16" else I8, F32,
+                      np.uint16 if name == "bf16" else np.uint8, np.float32)
+    assert np.all(np.isnan(decode(got[~finite])))
+
+
+@tilejit.jit
+def _mixed_half_constants(out_ptr, A: tl.constexpr, B: tl.constexpr):
+    a = tl.full([4], 1, A)
+    b = tl.full([4], 1, B)
+    tl.store(out_ptr + tl.arange(0, 4), (a + b).to(tl.int32) * 7)
+
+
+@pytest.mark.parametrize("a,b", [(tl.float16, tl.bfloat16), (tl.bfloat16, tl.bfloat16), (tl.float8e4nv, tl.float16)],
+                         ids=str)
+def test_storage_float_constants_are_lowered_as_their_bits(a, b, tmp_path, monkeypatch):
+    """`tl.full(..., 1, tl.bfloat16)` is lowered as the bits of 1.0 (0x3F80), not as the code 1 (a
+    denormal; the GPU computed 1 + 0 = 1 and stored 7, not 14). The kernel's LLVM IR is run on the host:
+    every storage constant it holds, decoded by the lowering's own decoder, is 1.0."""
+    import re
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
+    llir_text = _mixed_half_constants.warmup("*i32", grid=(1,), target="cuda:90", A=a, B=b).asm["llir"]
+    constants = [(int(w), int(v)) for w, v in re.findall(r"zext i(8|16) (-?\d+) to i32", llir_text)]
+    assert constants, llir_text
+    for width, value in constants:
+        name = "bf16" if width == 16 else "f8E4M3FN"
+        decode = _jit_map(lambda bld, c: decode_to_f32(bld, c, name), llir.IntType(width), F32,
+                          np.uint16 if width == 16 else np.uint8, np.float32)
+        assert decode(np.array([value & ((1 << width) - 1)]))[0] == 1.0

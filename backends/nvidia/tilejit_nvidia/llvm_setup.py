@@ -15,6 +15,11 @@ def _initialize_llvm() -> None:
     # NVPTX is not the host target, so the "native" initialisers do not register it.
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # 32-bit shared-memory pointers (as Triton): without this NVPTX keeps every shared address in a
+    # 64-bit register pair, which doubles the registers of the pipelined loops' copy and ldmatrix
+    # addresses (matmul's main loop held 16 of them) and adds 64-bit arithmetic. Read when a target
+    # machine is created, so it is set before the first one.
+    llvm.set_option("tilejit", "--nvptx-short-ptr")
 
 
 def parse_llvm_ir(text: str, what: str = "kernel"):

@@ -86,6 +86,11 @@ class AxisAnalysis:
                 continue
             if op.name == "scf.for":
                 body = op.regions[0].blocks[0]
+                # The induction variable is lb + i * step: a multiple of what divides both (for
+                # `range(0, n, BLOCK)` that is BLOCK, so `off + tl.arange(0, BLOCK)` stays vectorizable).
+                lower, step = self.info(op.operands[0]), self.info(op.operands[2])
+                self.infos[id(body.args[0])] = AxisInfo((1,), (gcd(lower.divisibility[0], step.divisibility[0]),),
+                                                        (1,))
                 for k, arg in enumerate(body.args[1:]):
                     self.infos[id(arg)] = self.loop_args.get(id(arg), self.info(op.operands[3 + k]))
             self._visit(op)

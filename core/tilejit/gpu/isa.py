@@ -53,6 +53,11 @@ class TargetISA(abc.ABC):
     def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
         """Make `func` a kernel entry point for `threads_per_block` threads."""
 
+    def finish_kernel(self, func: llir.Function, threads_per_block: int, shared_bytes: int,
+                      pipelined_mma: bool) -> None:
+        """Called once the kernel is lowered (its shared memory is known): targets may add
+        occupancy hints. `pipelined_mma`: the kernel has a cp.async-pipelined mma.sync loop."""
+
     # -- special registers ---------------------------------------------------------------------
     @abc.abstractmethod
     def thread_id_x(self, builder: llir.IRBuilder):

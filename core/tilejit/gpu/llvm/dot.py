@@ -74,7 +74,10 @@ def _lower_mma(self, op):
     elem = str(ir.element_type(a.type))
     if elem not in ("f16", "bf16"):
         raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16 operands, not {elem}")
-    a_vals, b_vals, c_vals = self.get(a), self.get(b), self.get(c)
+    lazy_a, lazy_b = self.lazy_operands.get(id(a)), self.lazy_operands.get(id(b))
+    a_vals = lazy_a.values if lazy_a is not None else self.get(a)
+    b_vals = lazy_b.values if lazy_b is not None else self.get(b)
+    c_vals = self.get(c)
     a_at, b_at, c_at = _offsets(self, a), _offsets(self, b), _offsets(self, c)
     a_tiles = sorted({(m, k) for (m, k) in a_at if (m % 16, k % 16) == (0, 0)})
     k_tiles = sorted({k for _, k in a_tiles})
@@ -97,16 +100,27 @@ def _lower_mma(self, op):
         hi = self.b.shl(self.b.zext(y, i32), llir.Constant(i32, 16))
         return self.b.or_(lo, hi)
 
+    # k-step outermost (as Triton): the A and B fragments of one k-step are read (lazily, with
+    # ldmatrix, when the operand is in shared memory), used by every C tile, and then dead, so only
+    # one k-step's fragments are live at a time, not the whole K tile's.
+    accs = {t: [c_vals[c_at[(t[0] + dm, t[1] + dn)]] for dm, dn in _C_FRAGMENT] for t in c_tiles}
+    packed_a, packed_b = {}, {}
+    for k0 in k_tiles:
+        if lazy_a is not None:
+            lazy_a.fetch([r for (m, k), r in a_at.items() if k0 <= k < k0 + 16])
+        if lazy_b is not None:
+            lazy_b.fetch([r for (k, n), r in b_at.items() if k0 <= k < k0 + 16])
+        for (m0, n0) in c_tiles:
+            if (m0, k0) not in packed_a:
+                av = [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
+                packed_a[(m0, k0)] = [pack(av[2 * i], av[2 * i + 1]) for i in range(4)]
+            if (n0, k0) not in packed_b:
+                bv = [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in _B_FRAGMENT]
+                packed_b[(n0, k0)] = [pack(bv[2 * i], bv[2 * i + 1]) for i in range(2)]
+            res = call_intrinsic(self.b, name, ret_ty, packed_a[(m0, k0)] + packed_b[(n0, k0)] + accs[(m0, n0)])
+            accs[(m0, n0)] = [self.b.extract_value(res, i) for i in range(4)]
     out = list(c_vals)
-    for (m0, n0) in c_tiles:
-        acc = [c_vals[c_at[(m0 + dm, n0 + dn)]] for dm, dn in _C_FRAGMENT]
-        for k0 in k_tiles:
-            av = [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
-            bv = [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in _B_FRAGMENT]
-            a_regs = [pack(av[2 * i], av[2 * i + 1]) for i in range(4)]
-            b_regs = [pack(bv[2 * i], bv[2 * i + 1]) for i in range(2)]
-            res = call_intrinsic(self.b, name, ret_ty, a_regs + b_regs + acc)
-            acc = [self.b.extract_value(res, i) for i in range(4)]
+    for (m0, n0), acc in accs.items():
         for (dm, dn), v in zip(_C_FRAGMENT, acc):
             out[c_at[(m0 + dm, n0 + dn)]] = v
     self.set(op.result, out)

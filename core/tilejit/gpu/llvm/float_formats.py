@@ -9,9 +9,13 @@ interpreter (`tilejit_interpreter.numerics`) defines:
 """
 from __future__ import annotations
 
+import math
+
 import llvmlite.ir as llir
+import numpy as np
 
 from ... import ir
+from ...errors import CompilationError
 from ..isa import F32, call_intrinsic
 
 I32 = llir.IntType(32)
@@ -125,3 +129,55 @@ def decode_to_f32(b: llir.IRBuilder, v, name: str):
 
 def encode_from_f32(b: llir.IRBuilder, v, name: str, rounding: str = "rtne"):
     return f32_to_bf16(b, v, rounding) if name == "bf16" else f32_to_fp8(b, v, name, rounding)
+
+
+# ------------------------------------------------------------------------ compile-time constants
+def _f64_to_f32_bits_round_to_odd(value: float) -> int:
+    """float64 -> float32 bits, rounded to odd: a later round-to-nearest to a narrower format is then
+    the correctly rounded result of the float64 (no double rounding)."""
+    with np.errstate(over="ignore"):
+        y = np.float32(value)
+    bits = int(np.array(y).view(np.uint32))
+    if math.isfinite(value) and float(y) != value and bits & 1 == 0:
+        bits += -1 if abs(float(y)) > abs(value) else 1
+    return bits
+
+
+def _fp8_positive_values(name: str):
+    """(code, value) of every positive finite code of an fp8 format, ascending."""
+    ebits, mbits, bias = _fp8_params(name)
+    out = []
+    for code in range(_FP8_MAX_CODE[name] + 1):
+        e, m = code >> mbits, code & ((1 << mbits) - 1)
+        value = m * 2.0 ** (1 - bias - mbits) if e == 0 else (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias)
+        out.append((code, value))
+    return out
+
+
+def constant_bits(value, name: str) -> int:
+    """The storage bits of Python number `value` in format `name` (bf16 or fp8), rounded to nearest
+    even from the exact value, the way the interpreter encodes a constant. The lowering must emit
+    these bits: an integer constant of the storage width would be read as the code, not the number
+    (`tl.full([4], 1, tl.bfloat16)` was the code 0x0001, a denormal, instead of 0x3F80)."""
+    value = float(value)
+    if name == "bf16":
+        bits = _f64_to_f32_bits_round_to_odd(value)
+        if math.isnan(value):
+            return ((bits >> 16) | 0x40) & 0xFFFF
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+    if not is_fp8(name):
+        raise CompilationError(f"no storage encoding for float format {name}")
+    if math.isnan(value):
+        return _FP8_NAN_CODE[name]
+    magnitude = abs(value)
+    codes = _fp8_positive_values(name)
+    code = codes[-1][0]                       # saturate beyond the largest finite value (satfinite)
+    for (lo_code, lo), (hi_code, hi) in zip(codes, codes[1:]):
+        if magnitude <= hi:
+            nearer_hi = hi - magnitude < magnitude - lo or (hi - magnitude == magnitude - lo and hi_code % 2 == 0)
+            code = hi_code if nearer_hi else lo_code
+            break
+    negative = math.copysign(1.0, value) < 0
+    if name.endswith("FNUZ") and code == 0:
+        negative = False                      # FNUZ formats have no negative zero
+    return code | 0x80 if negative else code

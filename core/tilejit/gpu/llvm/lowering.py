@@ -17,7 +17,8 @@ from ..axis_info import AxisAnalysis
 from ..isa import I32, TargetISA
 from ..linear_layout import LinearLayout
 from ..pipeline import NUM_STAGES
-from .scalar_ops import ScalarLowering, llvm_type
+from .float_formats import constant_bits
+from .scalar_ops import ScalarLowering, is_storage_float, llvm_type
 from .tensor_ops import TensorOps
 
 _SMEM_NAME = "global_smem"
@@ -42,6 +43,9 @@ class FunctionLowering(TensorOps):
         self.warp_size = isa.warp_size
         self.scalar = ScalarLowering(isa)
         self.vals: Dict[int, List] = {}
+        # mma.sync operands in shared memory that the dot reads k-step by k-step (shared_dot.py)
+        self.lazy_operands: Dict[int, object] = {}
+        self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0
         # Where the scratch of conversions and reductions starts: after the ring buffers of the
@@ -75,6 +79,9 @@ class FunctionLowering(TensorOps):
         try:
             return self.vals[id(v)]
         except KeyError:
+            lazy = self.lazy_operands.get(id(v))
+            if lazy is not None:   # a user other than the dot: every fragment, read here
+                return lazy.all_values()
             raise CompilationError("internal: value used before it was lowered") from None
 
     def set(self, v: ir.Value, values: List) -> None:
@@ -82,6 +89,8 @@ class FunctionLowering(TensorOps):
 
     def const(self, t, value):
         ty = llvm_type(t)
+        if is_storage_float(t):   # bf16 / fp8 are integers here: the constant is the number's bits
+            return llir.Constant(ty, constant_bits(value, ir.element_type(t).name))
         if isinstance(ty, llir.IntType):
             if isinstance(value, bool):
                 value = int(value)
@@ -343,7 +352,8 @@ def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int) -> tuple:
     if kernel is None:
         raise CompilationError("the module has no kernel function")
     lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir)
-    lowering.lower()
+    fn = lowering.lower()
+    lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma)
     text = str(module)
     metadata = {
         "name": kernel.attrs["sym_name"],

@@ -91,23 +91,68 @@ def _split_pair(self, word, elem_ty):
     return [lo, hi]
 
 
+class LazyDotOperand:
+    """An mma.sync operand in a swizzled shared tile whose `ldmatrix` reads are emitted on demand:
+    the dot asks for the registers of one k-step at a time (`fetch`), so each fragment is read just
+    before the mma.sync instructions that use it and dies after them. Read all at once, before the
+    dot, every fragment of the K tile stays live across the whole dot (matmul's 128x128x64 tile
+    needed 176 registers a thread, so one CTA fitted on an SM instead of two)."""
+
+    def __init__(self, lowering, tile: SwizzledTile, plan, dst_type, base_elems):
+        self.lowering, self.tile, self.plan = lowering, tile, plan
+        self.dst_type, self.base_elems = dst_type, base_elems
+        layout = lowering.layout(dst_type)
+        self.values = [None] * layout.num_registers
+        self._group_of = {}
+        for g, group in enumerate(plan.groups):
+            for job in group.jobs:
+                for reg in job.registers:
+                    self._group_of[reg] = g
+        self._emitted = set()
+        self._warp_part = None
+
+    def fetch(self, registers):
+        """Emit (once) the ldmatrix groups that fill `registers`; returns the values of all registers
+        read so far (None for those not read yet)."""
+        low = self.lowering
+        for reg in registers:
+            g = self._group_of.get(reg)
+            if g is None:
+                raise CompilationError("internal: an ldmatrix plan does not cover a dot operand register")
+            if g in self._emitted:
+                continue
+            self._emitted.add(g)
+            if self._warp_part is None:
+                layout = low.layout(self.dst_type)
+                self._warp_part = [low._bit_combination(layout.warps, low.warp, d) for d in range(2)]
+            _read_group(low, self.tile, self.plan, self.plan.groups[g], llvm_type(self.dst_type),
+                        self.base_elems, self._warp_part, self.values)
+        return self.values
+
+    def all_values(self):
+        return self.fetch(range(len(self.values)))
+
+
+def _read_group(self, tile, plan, group, elem_ty, base_elems, warp_part, out):
+    a = LLVMArith(self.b)
+    coords = plan.lane_coords(a, group, self.lane, warp_part)
+    index = a.value(a.add(base_elems, tile.offset(a, coords)))
+    ptr = self.smem_region_ptr(elem_ty, index)
+    words = self.isa.load_matrix(self.b, ptr, len(group.jobs), plan.trans)
+    for job, word in zip(group.jobs, words):
+        for reg, v in zip(job.registers, _split_pair(self, word, elem_ty)):
+            out[reg] = v
+
+
 def read_dot_operand(self, tile: SwizzledTile, plan, dst_type, base_elems):
     """The registers of `dst_type` (an mma.sync operand layout) read from the tile that starts
     `base_elems` 16-bit elements into shared memory (an int, or an i32 value)."""
-    layout = self.layout(dst_type)
-    elem_ty = llvm_type(dst_type)
-    a = LLVMArith(self.b)
-    warp_part = [self._bit_combination(layout.warps, self.warp, d) for d in range(2)]
-    out = [None] * layout.num_registers
-    for group in plan.groups:
-        coords = plan.lane_coords(a, group, self.lane, warp_part)
-        index = a.value(a.add(base_elems, tile.offset(a, coords)))
-        ptr = self.smem_region_ptr(elem_ty, index)
-        words = self.isa.load_matrix(self.b, ptr, len(group.jobs), plan.trans)
-        for job, word in zip(group.jobs, words):
-            for reg, v in zip(job.registers, _split_pair(self, word, elem_ty)):
-                out[reg] = v
-    return out
+    return LazyDotOperand(self, tile, plan, dst_type, base_elems).all_values()
+
+
+def _feeds_only_dots(value) -> bool:
+    """Whether every use of `value` is as operand A or B of a `tt.dot` (which can read it lazily)."""
+    return bool(value.uses) and all(user.name == "tt.dot" and index in (0, 1) for user, index in value.uses)
 
 
 def dot_operand_plan(self, src_type, dst_type):
@@ -237,6 +282,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         buffers.append(buf)
         offset += (buf.nbytes + 127) // 128 * 128
     self.smem_base(offset - region_start)
+    self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
     inits = [self.get(v) for v in op.operands[3:]]
@@ -295,8 +341,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             continue
         buf = convert_of.get(id(inner))
         if buf is not None:
-            self.set(inner.results[0], read_dot_operand(self, buf.tile, buf.plan, inner.results[0].type,
-                                                         buf.stage_base(a, read_stage)))
+            result = inner.results[0]
+            operand = LazyDotOperand(self, buf.tile, buf.plan, result.type, buf.stage_base(a, read_stage))
+            if _feeds_only_dots(result):
+                self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
+            else:
+                self.set(result, operand.all_values())
             continue
         self.lower_op(inner)
     yielded = [carried[k] if k in pipe.dead_carries else self.get(v) for k, v in enumerate(body.ops[-1].operands)]
