@@ -248,14 +248,14 @@ class CompiledKernel:
     def _run_with_hooks(self, launcher, hooks, grid, args, stream):
         pre, post = hooks
         enter, leave = CompiledKernel.launch_enter_hook, CompiledKernel.launch_exit_hook
-        info = self.launch_metadata(grid, stream, *args) if enter is not None or leave is not None else None
+        info = self.launch_metadata(grid, stream, *args)
         if enter is not None:
             enter(info)
         if pre is not None:
-            pre(kernel_name=self.name, grid=grid, args=args)
+            pre(kernel_name=self.name, grid=grid, args=args, metadata=info)
         result = launcher(grid, args, stream)
         if post is not None:
-            post(kernel_name=self.name, grid=grid, args=args)
+            post(kernel_name=self.name, grid=grid, args=args, metadata=info)
         if leave is not None:
             leave(info)
         return result

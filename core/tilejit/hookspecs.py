@@ -29,12 +29,14 @@ def tilejit_ttir_passes(passes, options):
 
 
 @hookspec
-def tilejit_pre_launch(kernel_name, grid, args):
-    """Called right before a kernel runs; `grid` is a 3-tuple of ints, `args` the runtime arguments."""
+def tilejit_pre_launch(kernel_name, grid, args, metadata):
+    """Called right before a kernel runs; `grid` is a 3-tuple of ints, `args` the runtime arguments,
+    `metadata` what `CompiledKernel.launch_metadata` reports (name, grid, stream, and the kernel's
+    `@jit(launch_metadata=fn)` values). An implementation may take any subset of these arguments."""
 
 
 @hookspec
-def tilejit_post_launch(kernel_name, grid, args):
+def tilejit_post_launch(kernel_name, grid, args, metadata):
     """Called right after a kernel was launched (asynchronously on GPUs: it may still be running)."""
 
 

@@ -198,6 +198,27 @@ def test_launch_hooks_fire_once_per_launch_when_a_plugin_has_them(fake):
     assert seen == [("pre", "add_kernel", (2, 1, 1))]
 
 
+def test_launch_hooks_receive_the_launch_metadata(fake):
+    from tilejit import plugins
+    from tilejit.hookspecs import hookimpl
+
+    seen = []
+
+    class Profiler:
+        @hookimpl
+        def tilejit_post_launch(self, kernel_name, metadata):
+            seen.append((kernel_name, metadata["name"], metadata["grid"], metadata["stream"]))
+
+    kernel = compiler.compile(_source(), target="fake")
+    plugin = Profiler()
+    plugins.register(plugin)
+    try:
+        kernel[(5, 2)]("X", 3)
+    finally:
+        plugins.unregister(plugin)
+    assert seen == [("add_kernel", "add_kernel", (5, 2, 1), None)]
+
+
 def test_launch_hooks_fire_for_a_launcher_that_does_not_fire_them(fake, monkeypatch):
     from tilejit import plugins
     from tilejit.hookspecs import hookimpl
