@@ -26,7 +26,8 @@ from ..language.semantic import Semantic
 from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
 from .predication import PredicationMixin
 from .statements import StatementsMixin
-from .values import flatten, is_jit_function, is_tensor, rebuild, type_key, unwrap, wrap
+from .values import (flatten, is_jit_function, is_named_tuple_class, is_tensor, named_tuple, rebuild,
+                     tuple_fields, type_key, unwrap, wrap)
 
 _UNSUPPORTED = {
     "AsyncWith": "'async with' statements are not supported",
@@ -375,8 +376,15 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             if attr in ("load", "store", "block_shape", "dtype", "shape", "strides", "type", "block_type"):
                 return getattr(obj, attr)
             raise AttributeError(f"'tensor_descriptor' object has no attribute '{attr}'")
-        if isinstance(obj, tuple) and not (isinstance(obj, tl_tuple) and attr in ("type", "fields")):
-            raise AttributeError(f"'tuple' object has no attribute '{attr}'")
+        if isinstance(obj, tuple):
+            fields = tuple_fields(obj)
+            if fields and attr in fields:  # `t.x` of a named tuple
+                return wrap(obj[fields.index(attr)])
+            if not (isinstance(obj, tl_tuple) and attr in ("type", "fields")):
+                kind = f"named tuple with fields ({', '.join(fields)})" if fields else "tuple"
+                raise AttributeError(f"'{kind}' object has no attribute '{attr}'")
+        if isinstance(obj, BoundMember):  # `x.sum.foo`: name the method, not the frontend's wrapper
+            raise AttributeError(f"tensor method '{getattr(obj.fn, '__name__', '?')}' has no attribute '{attr}'")
         if isinstance(obj, tl.constexpr) and attr == "type" and not hasattr(obj.value, "type"):
             return obj.type  # a compile-time value's type: tl.constexpr_type(value)
         return wrap(getattr(unwrap(obj), attr))
@@ -475,11 +483,23 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         handler = self.python_builtins().get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(args, kwargs)
+        if is_named_tuple_class(fn):
+            return self.build_named_tuple(fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, (tl.dtype, tl.constexpr)):
             return wrap(fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()}))
         name = getattr(fn, "__name__", type(fn).__name__)
         raise TypeError(f"cannot call '{name}' from a @jit function: it is not a @jit function or a "
                         "tilejit.language builtin (decorate it with @tilejit.jit)")
+
+    def build_named_tuple(self, cls, args, kwargs):
+        """`Point(x=a, y=b)` inside a kernel: the arguments bound as the class binds them (defaults
+        included), kept as a `tl.tuple` that knows the field names."""
+        try:
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{cls.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        return named_tuple([wrap(bound.arguments[name]) for name in cls._fields], cls._fields)
 
     def call_jit_function(self, fn, args, kwargs, elementwise=None, elementwise_shape=None):
         """Emit `tt.call` to the private function generated for this specialization of `fn`.

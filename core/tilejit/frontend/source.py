@@ -11,7 +11,7 @@ from .. import ir
 from ..errors import CompilationError
 from ..language import core as tl
 from .codegen import CodeGenerator, ModuleContext
-from .values import is_jit_function, wrap
+from .values import is_jit_function, is_named_tuple_class, wrap
 
 
 def _ir_type_to_signature(t: ir.Type) -> str:
@@ -101,7 +101,8 @@ class ASTSource:
         return names.index(name)
 
     def hash(self) -> str:
-        key = json.dumps([self.fn.cache_key, self.signature, {str(k): repr(v) for k, v in self.constexprs.items()},
+        # A named tuple's field names are part of what is compiled (`t.x`), and JSON drops them.
+        key = json.dumps([self.fn.cache_key, {k: _with_fields(v) for k, v in self.signature.items()}, {str(k): repr(v) for k, v in self.constexprs.items()},
                           {str(k): v for k, v in self.attrs.items()}], sort_keys=True, default=repr)
         return hashlib.sha256(key.encode()).hexdigest()
 
@@ -119,7 +120,8 @@ class ASTSource:
                     type_string.startswith("*") and not type_string.startswith("*k"):
                 type_string = "*k" + type_string[1:]  # `p: tl.const`: a pointer to read-only data
             try:
-                leaves, tree, paths = self._signature_leaves(param.name, type_string, (index,))
+                leaves, tree, paths = self._signature_leaves(param.name, type_string, (index,),
+                                                             _annotation_fields(param, self.fn))
                 for leaf in leaves:  # a dtype without an IR type (fp8e4b15) fails here, named
                     if not isinstance(leaf, tl.constexpr):
                         leaf.to_ir()
@@ -137,18 +139,25 @@ class ASTSource:
         return ctx.module
 
 
-    def _signature_leaves(self, name: str, type_entry, path: tuple):
+    def _signature_leaves(self, name: str, type_entry, path: tuple, annotation_fields=None):
         """(leaves, tree, paths) of one parameter's signature entry: each leaf is the `tl` type of a
         runtime argument, or a `tl.constexpr` for a constexpr element of a tuple; `tree` rebuilds the
-        tuple structure (`values.rebuild`); `paths` address each leaf as in `constexprs` and `attrs`."""
+        tuple structure (`values.rebuild`); `paths` address each leaf as in `constexprs` and `attrs`.
+
+        A named tuple keeps its field names so that `t.x` works in the kernel: as in Triton, the entry
+        is then an instance of the argument's NamedTuple class holding type strings; a plain tuple
+        entry takes the names of the parameter's annotation (`t: Point`) when it has as many fields."""
         if isinstance(type_entry, (tuple, list)):
+            fields = getattr(type_entry, "_fields", None)
+            if fields is None and annotation_fields is not None and len(annotation_fields) == len(type_entry):
+                fields = annotation_fields
             leaves, trees, paths = [], [], []
             for i, element in enumerate(type_entry):
                 sub_leaves, sub_tree, sub_paths = self._signature_leaves(name, element, path + (i,))
                 leaves.extend(sub_leaves)
                 paths.extend(sub_paths)
                 trees.append((len(sub_leaves), sub_tree))
-            return leaves, ("tuple", trees), paths
+            return leaves, ("tuple", trees, tuple(fields) if fields else None), paths
         if type_entry == "constexpr":
             if path not in self.constexprs:
                 raise TypeError(f"the constexpr element {list(path[1:])} of tuple parameter '{name}' has no value "
@@ -189,6 +198,24 @@ class IRSource:
     def make_ir(self, target=None, options=None) -> ir.Module:
         # A fresh parse each time: passes mutate the module they are given.
         return ir.parse_module(self.text, self.path) if _accepts_filename() else ir.parse_module(self.text)
+
+
+def _with_fields(type_entry):
+    """A signature entry with every named tuple's field names spelled out (for the hash)."""
+    if isinstance(type_entry, (tuple, list)):
+        elements = [_with_fields(e) for e in type_entry]
+        fields = getattr(type_entry, "_fields", None)
+        return {"fields": list(fields), "elements": elements} if fields is not None else elements
+    return type_entry
+
+
+def _annotation_fields(param, fn):
+    """The field names of a parameter annotated with a NamedTuple class (`t: Point`, or the string
+    "Point" under `from __future__ import annotations`), else None."""
+    annotation = getattr(param, "annotation", None)
+    if isinstance(annotation, str):
+        annotation = getattr(fn, "__globals__", {}).get(annotation.strip())
+    return tuple(annotation._fields) if is_named_tuple_class(annotation) else None
 
 
 def _is_const_annotation(annotation) -> bool:

@@ -10,6 +10,7 @@ import builtins as _py
 
 from .core import (builtin, constexpr, tensor, dtype, block_type, pointer_type, _unwrap_if_constexpr,
                    float32, int32, int64, uint32, int1, float16, bfloat16)
+from .semantic_memory import _const_int_list
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "cast", "load", "store",
@@ -31,11 +32,21 @@ class PropagateNan:
     ALL = "all"
 
 
-def _shape_args(shape):
+def _shape_args(shape, what="shape"):
+    """`f(x, 4, 4)` or `f(x, [4, 4])` -> [4, 4], every entry a compile-time int (named TypeError if not)."""
     shape = tuple(_unwrap_if_constexpr(s) for s in shape)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(_unwrap_if_constexpr(s) for s in shape[0])
-    return list(shape)
+    return _const_int_list(list(shape), what)
+
+
+def _axis_arg(axis, what: str):
+    """An axis argument: a compile-time int (or None where the builtin allows it)."""
+    axis = _unwrap_if_constexpr(axis)
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
+        got = "a tensor" if isinstance(axis, tensor) else f"{type(axis).__name__} {axis!r}"
+        raise TypeError(f"{what}: axis must be a constexpr integer, got {got}")
+    return axis
 
 
 # -- programs, ranges, creation -----------------------------------------------------------------------
@@ -57,12 +68,12 @@ def arange(start, end, _semantic=None):
 
 @builtin
 def full(shape, value, dtype, _semantic=None):
-    return _semantic.full(shape, value, dtype)
+    return _semantic.full(_const_int_list(shape, "tl.full shape"), value, dtype)
 
 
 @builtin
 def zeros(shape, dtype, _semantic=None):
-    return _semantic.full(shape, 0, dtype)
+    return _semantic.full(_const_int_list(shape, "tl.zeros shape"), 0, dtype)
 
 
 @builtin
@@ -289,12 +300,12 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semant
 
 @builtin
 def reshape(input, *shape, can_reorder=False, _semantic=None):
-    return _semantic.reshape(input, _shape_args(shape), bool(_unwrap_if_constexpr(can_reorder)))
+    return _semantic.reshape(input, _shape_args(shape, "reshape shape"), bool(_unwrap_if_constexpr(can_reorder)))
 
 
 @builtin
 def view(input, *shape, _semantic=None):
-    return _semantic.reshape(input, _shape_args(shape), True)
+    return _semantic.reshape(input, _shape_args(shape, "view shape"), True)
 
 
 @builtin
@@ -306,7 +317,9 @@ def ravel(x, can_reorder=False, _semantic=None):
 @builtin
 def expand_dims(input, axis, _semantic=None):
     axis = _unwrap_if_constexpr(axis)
-    axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
+    axes = [_axis_arg(a, "expand_dims") for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+    if None in axes:
+        raise TypeError("expand_dims: axis must be a constexpr integer, got None")
     input = _semantic.to_tensor(input)
     rank = (len(input.type.shape) if input.type.is_block() else 0) + len(axes)
     axes = sorted(_unwrap_if_constexpr(a) + rank if _unwrap_if_constexpr(a) < 0 else _unwrap_if_constexpr(a)
@@ -325,18 +338,18 @@ def broadcast(input, other, _semantic=None):
 
 @builtin
 def broadcast_to(input, *shape, _semantic=None):
-    return _semantic.broadcast_to(input, _shape_args(shape))
+    return _semantic.broadcast_to(input, _shape_args(shape, "broadcast_to shape"))
 
 
 @builtin
 def trans(input, *dims, _semantic=None):
-    dims = _shape_args(dims)
+    dims = _shape_args(dims, "trans dims")
     return _semantic.permute(input, dims if dims else None)
 
 
 @builtin
 def permute(input, *dims, _semantic=None):
-    return _semantic.permute(input, _shape_args(dims))
+    return _semantic.permute(input, _shape_args(dims, "permute dims"))
 
 
 @builtin
@@ -459,7 +472,7 @@ def _argreduce_combine(sem, is_max: bool, tie_break_left: bool):
 
 def _reduce_with_indices(sem, input, axis, is_max, tie_break_left, keep_dims):
     input = _upcast_for_minmax(sem, sem.to_tensor(input))
-    axis = _unwrap_if_constexpr(axis)
+    axis = _axis_arg(axis, "argmax/argmin/max/min")
     if axis is None:
         input = sem.reshape(input, [input.type.numel], can_reorder=True)
         axis = 0

@@ -23,9 +23,21 @@ def _const_int(value, what: str) -> int:
     return value
 
 
+def _const_int_list(values, what: str) -> list:
+    """`values` (a list or tuple, or one int) as a list of compile-time ints. Anything else is the
+    user's mistake, named here rather than left to fail inside Python (`'NoneType' is not iterable`)."""
+    values = tl._unwrap_if_constexpr(values)
+    if isinstance(values, int) and not isinstance(values, bool):
+        return [values]
+    if not isinstance(values, (list, tuple)):
+        got = "a tensor" if isinstance(values, tl.tensor) else f"{type(values).__name__} {values!r}"
+        raise TypeError(f"{what} must be a list or tuple of constexpr integers, got {got}")
+    return [_const_int(v, what + " entries") for v in values]
+
+
 def _lookup(table: dict, key, what: str) -> str:
     key = tl._unwrap_if_constexpr(key) or ""
-    if key not in table:
+    if not isinstance(key, str) or key not in table:
         raise ValueError(f"{what} {key!r} is not supported; expected one of {sorted(k for k in table if k)}")
     return table[key]
 
@@ -289,8 +301,8 @@ class MemorySemanticMixin:
             raise ValueError("make_block_ptr: base must be a scalar pointer")
         if self._is_block_ptr(base):
             raise ValueError("make_block_ptr: base is already a block pointer")
-        block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
-        order = [_const_int(o, "order entries") for o in tl._unwrap_if_constexpr(order)]
+        block_shape = _const_int_list(block_shape, "make_block_ptr block_shape")
+        order = _const_int_list(order, "make_block_ptr order")
         n = len(block_shape)
         shape_v = self._int_list(shape, tl.int64, "make_block_ptr shape")
         strides_v = self._int_list(strides, tl.int64, "make_block_ptr strides")
@@ -537,10 +549,7 @@ class MemorySemanticMixin:
         self.create_op("gpu.barrier", [], [])
 
     def set_hint(self, x, attr: str, values):
-        values = tl._unwrap_if_constexpr(values)
-        if isinstance(values, int):
-            values = [values]
-        values = [_const_int(v, attr + " values") for v in values]
+        values = _const_int_list(values, attr + " values")
         x = self.to_tensor(x)
         rank = len(x.type.shape) if x.type.is_block() else 1
         if len(values) != rank:

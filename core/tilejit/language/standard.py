@@ -132,6 +132,8 @@ def _flip_dim(x, dim, _semantic=None):
         raise ValueError("flip needs a tensor, got a scalar")
     if dim is None:
         dim = len(shape) - 1
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"flip: dim must be a constexpr integer or None, got {type(dim).__name__} {dim!r}")
     if not -len(shape) <= dim < len(shape):
         raise ValueError(f"flip: dim {dim} is out of range for a tensor of rank {len(shape)}")
     dim %= len(shape)
@@ -224,6 +226,8 @@ def _reduce_with_indices(input, axis, combine_fn, keep_dims=False, _semantic=Non
             index = core.reshape(index, ones, _semantic=_semantic)
         return value, index
     shape = _shape_of(input)
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"axis must be a constexpr integer or None, got {type(axis).__name__} {axis!r}")
     if not -len(shape) <= axis < len(shape):
         raise ValueError(f"axis {axis} is out of range for a tensor of rank {len(shape)}")
     axis %= len(shape)
