@@ -50,7 +50,9 @@ _NONE_CONSTANT = ("constexpr", None)
 _FP32 = ("fp32", False)
 _I32_DIVISIBLE = ("i32", True)
 _I32 = ("i32", False)
-# The key entry of a tuple argument is (_TUPLE, (entry of each element)); no type string is "tuple".
+# The key entry of a tuple argument is (_TUPLE, (entry of each element), named-tuple class or None);
+# no type string is "tuple". The class is part of the key: a named and a plain tuple of the same
+# types compile differently (the kernel may read `t.x`).
 _TUPLE = "tuple"
 
 
@@ -138,6 +140,8 @@ def _scalar_key(value, name, specialize):
         return (value.type_string, value.type_string.startswith("*"))
     if type(value).__name__ == "constexpr" and hasattr(value, "value"):
         return ("constexpr", value.value)  # a `tl.constexpr` passed as an argument, as in Triton
+    if isinstance(value, JITFunction):
+        return ("constexpr", value)  # a @jit function (e.g. in a tuple) is a compile-time value, as in Triton
     type_string = dtype_of(value, name)  # raises, naming the parameter, for unsupported values
     if type_string in ("i32", "i64", "u64"):
         number = int(value)  # int subclasses and NumPy integers follow the int rules
@@ -177,7 +181,8 @@ def _arg_key(value, name, specialize, align):
         return _FP32
     if isinstance(value, tuple):  # tuples and named tuples
         return (_TUPLE, tuple([_arg_key(element, f"{name}[{i}]", specialize, align)
-                               for i, element in enumerate(value)]))
+                               for i, element in enumerate(value)]),
+                kind if hasattr(value, "_fields") else None)
     reader = tensor_reader(value)
     if reader is None:
         return _scalar_key(value, name, specialize)
@@ -484,7 +489,9 @@ class JITFunction(KernelInterface):
 
         def entry_type(entry, value, path):
             if entry[0] == _TUPLE:
-                return tuple(entry_type(sub, value[j], path + (j,)) for j, sub in enumerate(entry[1]))
+                elements = [entry_type(sub, value[j], path + (j,)) for j, sub in enumerate(entry[1])]
+                # A named tuple keeps its class, so the frontend knows the field names (`t.x`).
+                return entry[2](*elements) if entry[2] is not None else tuple(elements)
             if entry[0] == "constexpr":
                 constexprs[path if len(path) > 1 else self.arg_names[path[0]]] = entry[1]
                 return "constexpr"
