@@ -30,12 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGETS = {"hip:gfx942": ("gfx942", 64), "hip:gfx1100": ("gfx1100", 32)}
 
 # (kernel, regex on the error) -> why the AMD backend cannot compile it yet.
-NOT_YET_ON_AMD = {
-    ("_print_kernel", r"tt\.print .* not supported"):
-        "tl.device_print needs the HIP printf hostcall buffer (ockl), which tilejit does not link",
-    ("_unary_math_kernel", r"math\.(exp2|log2|sin|cos) is not available for double"):
-        "fp64 exp/log/sin/cos: LLVM's AMDGPU target has no f64 expansion and ocml is not linked",
-}
+NOT_YET_ON_AMD: dict = {}   # every kernel of the suite compiles for AMD now
 
 
 @pytest.fixture(scope="module")

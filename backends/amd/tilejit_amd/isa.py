@@ -1,4 +1,5 @@
-"""The AMDGPU table for the shared GPU lowering: workitem ids, s_barrier, ds_bpermute, LLVM math."""
+"""The AMDGPU table for the shared GPU lowering: workitem ids, s_barrier, ds_bpermute, LLVM math,
+tilejit's own f64 math library (device_math.py) and buffered printf (printf_runtime.py)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -6,6 +7,9 @@ from typing import Optional, Tuple
 import llvmlite.ir as llir
 
 from tilejit.gpu.isa import I32, TargetISA, add_string_attribute, call_intrinsic, type_suffix
+
+from tilejit_amd import device_math
+from tilejit_amd.printf_runtime import emit_printf
 
 # AMDGPU lowers these LLVM intrinsics itself (exp2/log2/sqrt are native, exp/log/sin/cos are
 # expanded by the backend with full f32 accuracy). The rest use the core's portable expansions.
@@ -58,9 +62,17 @@ class AmdISA(TargetISA):
 
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
         suffix = type_suffix(type_)
+        if suffix == "f64":
+            # AMDGPU has no f64 expansion of exp/log/sin/... : tilejit's device math library
+            # (device_math.py) defines them, linked in by the toolchain like ocml would be.
+            symbol = device_math.symbol_for(op_name)
+            if symbol is not None:
+                return "libcall", symbol
         if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):
-            if suffix == "f64" and op_name in ("math.exp", "math.log", "math.log10", "math.sin", "math.cos",
-                                               "math.exp2", "math.log2"):
-                return None   # AMDGPU has no f64 expansion of these: the core computes them in f64
             return "intrinsic", f"{_INTRINSICS[op_name]}.{suffix}"
         return None
+
+    def printf(self, builder: llir.IRBuilder, fmt: str, args) -> None:
+        """`printf(format, args...)` (variadic), which LLVM's AMDGPU printf runtime binding rewrites
+        into stores to the buffered-printf buffer (see printf_runtime.py)."""
+        emit_printf(builder, fmt, args)

@@ -12,8 +12,10 @@ keeps it.
 
 Math: AMD's device libraries (ocml/ockl bitcode) are not available without ROCm, so nothing here links
 them. The lowering must use LLVM intrinsics (llvm.exp2, llvm.sqrt, llvm.fma, llvm.fabs, ...), which
-the AMDGPU backend selects to native instructions, or its own implementations; a call to an undefined
-`__ocml_*` function is caught by `ld.lld --no-undefined` as a CompilationError.
+the AMDGPU backend selects to native instructions, or its own implementations: the f64 functions
+AMDGPU cannot expand (exp, log, sin, pow, ...) come from `device_math.py`, linked into the module
+before O3. A call to an undefined `__ocml_*` function is caught by `ld.lld --no-undefined` as a
+CompilationError.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import threading
 from dataclasses import dataclass
 
 from tilejit.errors import CompilationError
+from tilejit_amd.device_math import link_device_math
 
 from tilejit_amd.targets import SUPPORTED_ARCHS, get_arch, wavefront_size  # noqa: F401 (re-exported)
 
@@ -161,6 +164,8 @@ def optimize_llir(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
     tm = _target_machine(arch, opt_level)
     module.triple = AMDGPU_TRIPLE
     module.data_layout = str(tm.target_data)
+    # Before O3, so that the f64 math functions the kernel calls are inlined and optimised with it.
+    link_device_math(module)
     with _llvm_lock:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         builder = llvm.create_pass_builder(tm, pto)
@@ -358,6 +363,6 @@ def toolchain_status() -> dict:
         "archs": archs,
         "can_compile": all(archs.values()),
         "can_link": lld_ok,
-        "device_libs": "none (ocml/ockl not linked; math lowers through LLVM intrinsics)",
+        "device_libs": "none (ocml/ockl not linked; math: LLVM intrinsics + tilejit_amd.device_math for f64)",
         "problems": problems,
     }
