@@ -6,10 +6,11 @@ from .llvm import lower_module
 from .ttgir import GPUConfig, make_ttgir
 
 
-def ttgir_stage(module, metadata: dict, options, warp_size: int, mma_version: int) -> ir.Module:
+def ttgir_stage(module, metadata: dict, options, warp_size: int, mma_version: int, amd_arch: str = "") -> ir.Module:
+    """The TTGIR passes; `amd_arch` (a gfx name) lets `tt.dot` use that arch's MFMA/WMMA."""
     if isinstance(module, str):
         module = ir.parse_module(module)
-    cfg = GPUConfig(options.num_warps, warp_size, options.num_stages, mma_version)
+    cfg = GPUConfig(options.num_warps, warp_size, options.num_stages, mma_version, amd_arch=amd_arch)
     metadata.setdefault("num_warps", options.num_warps)
     metadata.setdefault("num_stages", options.num_stages)
     return make_ttgir(module, cfg)
