@@ -32,11 +32,11 @@ def host():
     engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine())
     engine.finalize_object()
 
-    def function(op_name):
-        arity = 2 if op_name in ("math.powf", "math.atan2") else 1
-        address = engine.get_function_address(device_math.symbol_for(op_name))
-        native = ctypes.CFUNCTYPE(*[ctypes.c_double] * (arity + 1))(address)
-        return np.vectorize(native, otypes=[np.float64])
+    def function(op_name, suffix="f64"):
+        c_type, np_type = (ctypes.c_double, np.float64) if suffix == "f64" else (ctypes.c_float, np.float32)
+        address = engine.get_function_address(device_math.symbol_for(op_name, suffix))
+        native = ctypes.CFUNCTYPE(*[c_type] * (device_math.arity(op_name) + 1))(address)
+        return np.vectorize(native, otypes=[np_type])
     function.engine = engine   # keep the JIT alive as long as the functions
     return function
 
@@ -75,6 +75,29 @@ TRIG = _with_specials(np.concatenate([RNG.uniform(-10, 10, 3000), RNG.uniform(-1
 HYPER = _with_specials(np.concatenate([RNG.uniform(-30, 30, 3000), RNG.uniform(-712, 712, 2000),
                                        RNG.uniform(-1e-3, 1e-3, 1000), [710.4, -710.4, 22.0]]))
 
+def _mpmath_reference(name):
+    """A correctly rounded reference (NumPy's cbrt is off by an ulp at times: cbrt(27) != 3)."""
+    mpmath = pytest.importorskip("mpmath")
+
+    exact, libm = getattr(mpmath, name), {"erf": math.erf, "cbrt": np.cbrt}[name]
+
+    def one(v):
+        if not np.isfinite(v) or v == 0:      # mpmath drops the sign of -0
+            return float(libm(v))
+        return math.copysign(float(exact(abs(v))), v)   # both are odd functions
+
+    def ref(values):
+        with mpmath.workprec(120):
+            return np.array([one(v) for v in np.asarray(values, np.float64).tolist()])
+    return ref
+
+
+ERF_ARGS = _with_specials(np.concatenate([RNG.uniform(-7, 7, 4000), RNG.uniform(-2, 2, 3000),
+                                          np.exp(RNG.uniform(-700, 0, 1000)), [1.5, -1.5, 5.92, 5.93, 6.0]]))
+
+CBRT_ARGS = _with_specials(np.concatenate([POSITIVE, -POSITIVE[:2000], RNG.uniform(-9, 9, 2000),
+                                           np.arange(-30.0, 31.0) ** 3]))   # exact cubes too
+
 
 @pytest.mark.parametrize("op_name, ref, args, max_ulp", [
     ("math.exp", np.exp, EXP_ARGS, 1),
@@ -94,6 +117,8 @@ HYPER = _with_specials(np.concatenate([RNG.uniform(-30, 30, 3000), RNG.uniform(-
                                                            np.exp(RNG.uniform(-700, 700, 2000))])), 1),
     ("math.asin", np.arcsin, _with_specials(np.concatenate([RNG.uniform(-1, 1, 4000), [1 - 1e-12, 1.5]])), 2),
     ("math.acos", np.arccos, _with_specials(np.concatenate([RNG.uniform(-1, 1, 4000), [1 - 1e-12, -1.5]])), 2),
+    ("math.erf", _mpmath_reference("erf"), ERF_ARGS, 2),
+    ("math.cbrt", _mpmath_reference("cbrt"), CBRT_ARGS, 1),
 ])
 def test_unary_accuracy_against_numpy(host, op_name, ref, args, max_ulp):
     _check(host, op_name, ref, max_ulp, args)
@@ -128,6 +153,67 @@ def test_pow_accuracy(host):
     _check(host, "math.powf", np.power, 128, x, y)
 
 
+F32_CASES = {
+    "math.tan": (np.tan, np.concatenate([RNG.uniform(-10, 10, 3000), RNG.uniform(-1e5, 1e5, 1000)])),
+    "math.sinh": (np.sinh, np.concatenate([RNG.uniform(-90, 90, 2000), RNG.uniform(-1e-3, 1e-3, 1000),
+                                           np.exp(RNG.uniform(-100, 0, 1000))])),
+    "math.cosh": (np.cosh, RNG.uniform(-90, 90, 3000)),
+    "math.tanh": (np.tanh, np.concatenate([RNG.uniform(-10, 10, 3000), RNG.uniform(-1e-3, 1e-3, 1000)])),
+    "math.atan": (np.arctan, np.concatenate([RNG.uniform(-5, 5, 3000), np.exp(RNG.uniform(-80, 80, 2000))])),
+    "math.asin": (np.arcsin, np.concatenate([RNG.uniform(-1, 1, 4000), np.exp(RNG.uniform(-80, 0, 500))])),
+    "math.acos": (np.arccos, RNG.uniform(-1, 1, 4000)),
+    "math.erf": (np.vectorize(math.erf), np.concatenate([RNG.uniform(-5, 5, 4000), np.exp(RNG.uniform(-80, 0, 500))])),
+    "math.cbrt": (np.cbrt, np.concatenate([RNG.uniform(-9, 9, 2000), np.exp(RNG.uniform(-100, 88, 2000))])),
+    "math.expm1": (np.expm1, np.concatenate([RNG.uniform(-90, 88, 3000), RNG.uniform(-1e-3, 1e-3, 1000)])),
+    "math.log1p": (np.log1p, np.concatenate([RNG.uniform(-1, 1, 3000), np.exp(RNG.uniform(-80, 88, 1000))])),
+}
+F32_SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.0, -1.0, 1e-38], np.float32)
+
+
+def _check_f32(host, op_name, ref, max_ulp, *args):
+    """f32 results against the f64 reference of the same (f32) inputs, in f32 ulp of the result."""
+    args = [np.concatenate([np.asarray(a, np.float32), F32_SPECIAL]) for a in args]
+    with np.errstate(all="ignore"):
+        got = host(op_name, "f32")(*args).astype(np.float64)
+        want = ref(*[a.astype(np.float64) for a in args])
+        rounded = want.astype(np.float32).astype(np.float64)   # f32 overflow: want becomes inf
+        unit = np.maximum(np.spacing(np.abs(want.astype(np.float32))).astype(np.float64), 2.0 ** -149)
+        err = np.abs(got - want) / unit
+    same = (got == rounded) | (np.isnan(got) & np.isnan(want))
+    err = np.where(same, 0.0, np.where(np.isnan(err), np.inf, err))
+    worst = int(np.argmax(err))
+    where = tuple(float(a[worst]) for a in args)
+    assert err[worst] <= max_ulp, f"{op_name}{where} = {got[worst]!r}, NumPy {want[worst]!r}: {err[worst]} ulp"
+    zero = want == 0
+    assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero])), f"{op_name}: sign of zero"
+
+
+@pytest.mark.parametrize("op_name", sorted(F32_CASES))
+def test_f32_functions_are_correctly_rounded_within_one_ulp(host, op_name):
+    ref, args = F32_CASES[op_name]
+    _check_f32(host, op_name, ref, 1, args)
+
+
+def test_f32_two_argument_functions(host):
+    y, x = _grid(np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf, np.nan, 1e-30]))
+    y = np.concatenate([RNG.normal(size=4000) * np.exp(RNG.uniform(-20, 20, 4000)), y])
+    x = np.concatenate([RNG.normal(size=4000) * np.exp(RNG.uniform(-20, 20, 4000)), x])
+    _check_f32(host, "math.atan2", np.arctan2, 1, y, x)
+    base = np.exp(RNG.uniform(-5, 5, 4000))
+    exponent = RNG.uniform(-120, 120, 4000) / np.maximum(np.abs(np.log2(base)), 1)   # results within f32 range
+    _check_f32(host, "math.powf", np.power, 1, base, exponent)
+
+
+def test_the_f32_check_fails_on_the_cores_polynomial_atan(host):
+    # The core's f32 atan (minimax, ~1e-5 absolute) is what AMD used before: far above 1 ulp.
+    coeffs = [0.99997726, -0.33262347, 0.19354346, -0.11643287, 0.05265332, -0.01172120]
+    x = RNG.uniform(-1, 1, 1000).astype(np.float32)
+    core_atan = x * np.polyval(coeffs[::-1], x * x)
+    with pytest.raises(AssertionError, match="ulp"):
+        _check_f32(lambda op, suffix: (lambda v: np.concatenate([core_atan, np.arctan(F32_SPECIAL)])),
+                   "math.atan", np.arctan, 1, x)
+
+
 def test_the_check_itself_fails_on_a_wrong_function(host):
     with pytest.raises(AssertionError, match="ulp"):
         _check(host, "math.sin", lambda v: np.sin(v) * (1 + 1e-15), 1, TRIG)
@@ -151,28 +237,38 @@ def test_double_double_constants_are_exact_splits():
         assert lo == tail(exact, hi)
 
 
-def test_isa_table_names_the_library_for_f64_only():
+def test_isa_table_names_the_library_for_f64_and_inaccurate_f32_ops():
     isa = AmdISA("gfx942", 64)
     assert isa.math_symbol("math.sin", llir.DoubleType()) == ("libcall", "__tilejit_amd_sin_f64")
     assert isa.math_symbol("math.powf", llir.DoubleType()) == ("libcall", "__tilejit_amd_powf_f64")
     assert isa.math_symbol("math.sqrt", llir.DoubleType()) == ("intrinsic", "llvm.sqrt.f64")
     assert isa.math_symbol("math.sin", llir.FloatType()) == ("intrinsic", "llvm.sin.f32")
+    assert isa.math_symbol("math.erf", llir.DoubleType()) == ("libcall", "__tilejit_amd_erf_f64")
+    assert isa.math_symbol("math.cbrt", llir.DoubleType()) == ("libcall", "__tilejit_amd_cbrt_f64")
+    assert isa.math_symbol("math.atan", llir.FloatType()) == ("libcall", "__tilejit_amd_atan_f32")
+    assert isa.math_symbol("math.exp", llir.FloatType()) == ("intrinsic", "llvm.exp.f32")
+    assert isa.math_symbol("math.atan", llir.HalfType()) is None   # the core widens f16 to f32
 
 
 def _kernel_calling_every_function() -> str:
     module = llir.Module()
     module.triple = toolchain.AMDGPU_TRIPLE
     ptr = llir.PointerType(addrspace=1)
-    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), [ptr]), "every_f64_function")
+    kernel = llir.Function(module, llir.FunctionType(llir.VoidType(), [ptr]), "every_math_function")
     AmdISA("gfx942", 64).mark_kernel(kernel, 64)
     b = llir.IRBuilder(kernel.append_basic_block())
     f64 = llir.DoubleType()
     x = b.load(kernel.args[0], typ=f64)
-    for i, op_name in enumerate(sorted(device_math.SYMBOLS.values())):
-        arity = 2 if op_name in ("math.powf", "math.atan2") else 1
-        fn = llir.Function(module, llir.FunctionType(f64, [f64] * arity), device_math.symbol_for(op_name))
-        out = b.gep(kernel.args[0], [llir.Constant(llir.IntType(64), i + 1)], source_etype=f64)
-        b.store(b.call(fn, [x] * arity), out)
+    isa = AmdISA("gfx942", 64)
+    for i, (op_name, suffix) in enumerate(sorted(device_math.SYMBOLS.values())):
+        # Through the ISA table, as the lowering asks for them: f64 and f32 versions.
+        ty = f64 if suffix == "f64" else llir.FloatType()
+        kind, symbol = isa.math_symbol(op_name, ty)
+        assert kind == "libcall" and symbol == device_math.symbol_for(op_name, suffix)
+        fn = llir.Function(module, llir.FunctionType(ty, [ty] * device_math.arity(op_name)), symbol)
+        arg = x if suffix == "f64" else b.fptrunc(x, ty)
+        out = b.gep(kernel.args[0], [llir.Constant(llir.IntType(64), i + 1)], source_etype=ty)
+        b.store(b.call(fn, [arg] * device_math.arity(op_name)), out)
     b.ret_void()
     return str(module)
 
@@ -183,10 +279,12 @@ def test_every_function_compiles_for_amdgpu_and_links(arch):
     art = toolchain.compile_llir(_kernel_calling_every_function(), arch)
     body = art.amdgcn.split(".amdgpu_metadata")[0]
     assert "v_fma" in body and "v_ldexp_f64" in body and "v_frexp_mant_f64" in body
-    assert "__tilejit_amd" not in art.optimized_llir.split("define amdgpu_kernel")[0] or \
-        "declare" not in art.optimized_llir   # nothing left undefined
+    # Every library function was linked in and inlined: none is left declared, or exported.
+    assert not [line for line in art.optimized_llir.splitlines()
+                if line.startswith("declare") and "__tilejit_amd" in line]
+    assert "v_cvt_f64_f32" in body and "v_cvt_f32_f64" in body   # the f32 versions go through f64
     info = inspect_hsaco(art.hsaco)
-    assert info.arch == arch and set(info.kernels) == {"every_f64_function"}
+    assert info.arch == arch and set(info.kernels) == {"every_math_function"}
 
 
 def test_an_unknown_function_is_a_compilation_error():

@@ -1,4 +1,4 @@
-"""fp64 math for AMDGPU, written as LLVM IR functions (a small stand-in for AMD's ocml).
+"""fp64 math (and accurate f32 through it) for AMDGPU, as LLVM IR functions (a small stand-in for ocml).
 
 LLVM's AMDGPU target lowers `llvm.exp.f64`, `llvm.sin.f64`, ... to library calls, and AMD's device
 library (ocml bitcode) is not available without ROCm. The AMD ISA table (`isa.py`) therefore names
@@ -19,6 +19,9 @@ Every function is branch-free straight-line code built from operations AMDGPU ha
 - pow: exp2(y log2|x|) with log2 and the product as double-doubles, C99 special cases.
 - sinh/cosh/tanh from expm1/exp; atan with fdlibm's reduction (breakpoints 7/16, 11/16, 19/16,
   39/16) and its Taylor series; atan2, asin (atan2(x, sqrt((1-x)(1+x)))) and acos from atan.
+- erf: Taylor series for |x| < 1.5, 1 - erfc (continued fraction) beyond; cbrt: Newton's method.
+
+f32 versions (`__tilejit_amd_<fn>_f32`, see F32_VIA_F64) widen to f64, call these and round back.
 
 `tests/amd/test_amd_device_math.py` JIT-compiles the same IR for the host CPU and compares it with
 NumPy over many inputs (ulp errors), then compiles it for gfx942 and gfx1100.
@@ -472,6 +475,72 @@ def _acos(m: _Math, x):
     return _atan2(m, root, x)
 
 
+# --- erf and cbrt -------------------------------------------------------------------------------
+
+TWO_OVER_SQRT_PI = 1.1283791670955126
+TWO_OVER_SQRT_PI_TAIL = 1.533545961316588e-17     # 2/sqrt(pi) - TWO_OVER_SQRT_PI
+INV_SQRT_PI = 0.5641895835477563
+# erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)): coefficients of z^n, n >= 1, over
+# 2/sqrt(pi). 30 terms bring the truncation under 2^-60 for |x| < 1.5 (where the alternating sum
+# loses at most a bit to cancellation).
+_ERF_TAYLOR = [(-1) ** n * TWO_OVER_SQRT_PI / (math.factorial(n) * (2 * n + 1)) for n in range(1, 30)]
+ERF_TAYLOR_LIMIT = 1.5
+# erfc(x) = e^(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))): depth 100 converges to
+# below 2^-60 relative for x >= 1.5 (checked against mpmath while choosing it).
+ERFC_CF_DEPTH = 100
+ERF_ONE = 6.0                                     # erf(x) rounds to 1 for x >= 5.93
+# A cubic fit of cbrt on [0.5, 4) (1.8% relative error), refined by Newton's method.
+_CBRT_GUESS = [0.5725443027486034, 0.5222023616036013, -0.11029026083539716, 0.010886453522085306]
+
+
+def _exp_minus_square(m: _Math, a):
+    """e^(-a^2) with a^2 carried as a double-double (its rounding would cost up to a^2 ulp)."""
+    sq = m.mul(a, a)
+    sq_lo = m.fma(a, a, m.mul(sq, m.c(-1.0)))
+    return m.mul(_exp(m, m.mul(sq, m.c(-1.0))), m.sub(m.c(1.0), sq_lo))
+
+
+def _erf(m: _Math, x):
+    a = m.unary("fabs", x)
+    z = m.mul(x, x)
+    # Small |x|: the Taylor series, its leading coefficient split so x 2/sqrt(pi) rounds once.
+    tail = m.fma(z, m.horner(z, _ERF_TAYLOR), m.c(TWO_OVER_SQRT_PI_TAIL))
+    small = m.fma(x, m.c(TWO_OVER_SQRT_PI), m.mul(x, tail))
+    # Large |x|: 1 - erfc, the continued fraction evaluated backwards as p/q (one division).
+    t = _clamp(m, a, ERF_ONE)
+    t = m.select(m.lt(t, m.c(ERF_TAYLOR_LIMIT)), m.c(ERF_TAYLOR_LIMIT), t)
+    p, q = t, m.c(1.0)
+    for k in range(ERFC_CF_DEPTH, 0, -1):            # t + (k/2) / (p/q) = (t p + (k/2) q) / p
+        p, q = m.fma(t, p, m.mul(m.c(k / 2.0), q)), p
+    erfc = m.div(m.mul(m.mul(_exp_minus_square(m, t), m.c(INV_SQRT_PI)), q), p)
+    large = m.copysign(m.sub(m.c(1.0), erfc), x)
+    y = m.select(m.lt(a, m.c(ERF_TAYLOR_LIMIT)), small, large)
+    y = m.select(m.ge(a, m.c(ERF_ONE)), m.copysign(m.c(1.0), x), y)
+    return m.select(m.isnan(x), x, y)
+
+
+def _cbrt(m: _Math, x):
+    ax = m.unary("fabs", x)
+    mant, e = m.frexp(ax)                             # |x| = mant 2^e, e = 3 q + r, r in {0, 1, 2}
+    q = m.unary("floor", m.div(m.b.sitofp(e, F64), m.c(3.0)))
+    q_i = m.b.fptosi(q, I32)
+    r = m.b.sub(e, m.b.mul(q_i, llir.Constant(I32, 3)))
+    a = m.ldexp(mant, r)                              # in [0.5, 4), exact
+    y = m.horner(a, _CBRT_GUESS)
+    for _ in range(4):                                # 1.8e-2 -> 3e-4 -> 1e-7 -> 1e-14 -> 2^-53
+        y = m.mul(m.add(m.add(y, y), m.div(a, m.mul(y, y))), m.c(1.0 / 3.0))
+    # Last step on the exact residual a - y^3 (y^3 as a double-double), for a correct final bit.
+    y2 = m.mul(y, y)
+    y2_lo = m.fma(y, y, m.mul(y2, m.c(-1.0)))
+    y3 = m.mul(y2, y)
+    y3_lo = m.fma(y2_lo, y, m.fma(y2, y, m.mul(y3, m.c(-1.0))))
+    residual = m.sub(m.sub(a, y3), y3_lo)
+    y = m.add(y, m.div(residual, m.mul(m.c(3.0), y2)))
+    y = m.copysign(m.ldexp(y, q_i), x)
+    special = m.b.or_(m.eq(x, m.c(0.0)), m.b.or_(m.isinf(x), m.isnan(x)))
+    return m.select(special, m.add(x, x), y)
+
+
 # --- the library --------------------------------------------------------------------------------
 
 # TTIR op name -> (arity, body builder).
@@ -483,42 +552,73 @@ _FUNCTIONS: Dict[str, Tuple[int, Callable]] = {
     "math.tan": (1, _tan),
     "math.sinh": (1, _sinh), "math.cosh": (1, _cosh), "math.tanh": (1, _tanh),
     "math.atan": (1, _atan), "math.atan2": (2, _atan2), "math.asin": (1, _asin), "math.acos": (1, _acos),
+    "math.erf": (1, _erf), "math.cbrt": (1, _cbrt),
 }
 
+# f32 ops computed in f64 (fpext, the f64 function, fptrunc). The f64 results are within a few f64
+# ulp, so rounding them to f32 gives the correctly rounded f32 result except within ~2^-26 ulp of a
+# halfway point: under 1 f32 ulp always. AMDGPU's own f32 lowering of exp/exp2/log/log2/log10/
+# sin/cos/sqrt is already accurate and much cheaper, so those keep the LLVM intrinsics; these
+# would otherwise use the core's portable f32 expansions (about 1e-5 absolute error for atan,
+# cancellation in sinh/expm1/log1p near 0, exp2(y log2 x) for pow). The price is f64 arithmetic,
+# which is slow on consumer RDNA GPUs (1/32 or less of the f32 rate) and fast on CDNA.
+F32_VIA_F64 = ("math.tan", "math.sinh", "math.cosh", "math.tanh", "math.atan", "math.atan2",
+               "math.asin", "math.acos", "math.erf", "math.cbrt", "math.expm1", "math.log1p", "math.powf")
 
-def symbol_for(op_name: str) -> str | None:
-    """The library function computing `op_name` on f64, or None if the library has none."""
-    if op_name not in _FUNCTIONS:
+_TYPES = {"f64": F64, "f32": llir.FloatType()}
+
+
+def symbol_for(op_name: str, suffix: str = "f64") -> str | None:
+    """The library function computing `op_name` on `suffix` ("f64" or "f32"), or None."""
+    if op_name not in _FUNCTIONS or suffix not in _TYPES:
         return None
-    return f"__tilejit_amd_{op_name.split('.', 1)[1]}_f64"
+    if suffix == "f32" and op_name not in F32_VIA_F64:
+        return None
+    return f"__tilejit_amd_{op_name.split('.', 1)[1]}_{suffix}"
 
 
-SYMBOLS = {symbol_for(name): name for name in _FUNCTIONS}
+def arity(op_name: str) -> int:
+    if op_name not in _FUNCTIONS:
+        raise CompilationError(f"the AMD device math library has no {op_name}")
+    return _FUNCTIONS[op_name][0]
 
 
-def define(module: llir.Module, op_name: str) -> llir.Function:
-    """Define (or return) the f64 function for `op_name` in `module`."""
-    name = symbol_for(op_name)
+# Every library function: symbol -> (op name, type suffix).
+SYMBOLS = {symbol_for(name, suffix): (name, suffix) for suffix in _TYPES for name in _FUNCTIONS
+           if symbol_for(name, suffix) is not None}
+
+
+def define(module: llir.Module, op_name: str, suffix: str = "f64") -> llir.Function:
+    """Define (or return) the `suffix` function for `op_name` in `module`."""
+    name = symbol_for(op_name, suffix)
     if name is None:
-        raise CompilationError(f"the AMD device math library has no f64 {op_name}")
+        raise CompilationError(f"the AMD device math library has no {suffix} {op_name}")
     existing = module.globals.get(name)
     if existing is not None and not existing.is_declaration:
         return existing
-    arity, body = _FUNCTIONS[op_name]
-    fn = existing or llir.Function(module, llir.FunctionType(F64, [F64] * arity), name)
+    n_args, body = _FUNCTIONS[op_name]
+    ty = _TYPES[suffix]
+    fn = existing or llir.Function(module, llir.FunctionType(ty, [ty] * n_args), name)
     builder = llir.IRBuilder(fn.append_basic_block("entry"))
-    builder.ret(body(_Math(builder), *fn.args))
+    if suffix == "f64":
+        builder.ret(body(_Math(builder), *fn.args))
+    else:
+        wide = define(module, op_name, "f64")
+        result = builder.call(wide, [builder.fpext(a, F64) for a in fn.args])
+        builder.ret(builder.fptrunc(result, ty))
     return fn
 
 
-def build_library(op_names, triple: str = "", data_layout: str = "") -> llir.Module:
-    """A module defining the f64 functions for `op_names` (all of them when empty)."""
+def build_library(symbols=(), triple: str = "", data_layout: str = "") -> llir.Module:
+    """A module defining the library functions named in `symbols` (all of them when empty)."""
     module = llir.Module(name="tilejit_amd_device_math")
     module.triple = triple
     if data_layout:
         module.data_layout = data_layout
-    for op_name in (op_names or sorted(_FUNCTIONS)):
-        define(module, op_name)
+    for symbol in (symbols or sorted(SYMBOLS)):
+        if symbol not in SYMBOLS:
+            raise CompilationError(f"the AMD device math library has no function {symbol}")
+        define(module, *SYMBOLS[symbol])
     return module
 
 
@@ -532,10 +632,12 @@ def link_device_math(module, data_layout: str = "") -> list[str]:
     wanted = [fn.name for fn in module.functions if fn.is_declaration and fn.name in SYMBOLS]
     if not wanted:
         return []
-    library = build_library([SYMBOLS[name] for name in wanted], module.triple, data_layout or module.data_layout)
+    library = build_library(wanted, module.triple, data_layout or module.data_layout)
     parsed = llvm.parse_assembly(str(library))
     parsed.verify()
     module.link_in(parsed)
-    for name in wanted:
-        module.get_function(name).linkage = "internal"
+    # An f32 function brings its f64 one along: make every library definition internal.
+    for fn in module.functions:
+        if fn.name in SYMBOLS and not fn.is_declaration:
+            fn.linkage = "internal"
     return wanted

@@ -1,5 +1,5 @@
 """The AMDGPU table for the shared GPU lowering: workitem ids, s_barrier, ds_bpermute, LLVM math,
-tilejit's own f64 math library (device_math.py) and buffered printf (printf_runtime.py)."""
+tilejit's own math library (device_math.py: f64, and accurate f32 via f64) and buffered printf (printf_runtime.py)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -62,10 +62,12 @@ class AmdISA(TargetISA):
 
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
         suffix = type_suffix(type_)
-        if suffix == "f64":
+        if suffix in ("f64", "f32"):
             # AMDGPU has no f64 expansion of exp/log/sin/... : tilejit's device math library
-            # (device_math.py) defines them, linked in by the toolchain like ocml would be.
-            symbol = device_math.symbol_for(op_name)
+            # (device_math.py) defines them, linked in by the toolchain like ocml would be. For
+            # f32 it covers the ops AMDGPU has no accurate lowering of (atan, sinh, erf, ...),
+            # computed in f64; f32 exp/log/sin/cos/sqrt stay LLVM intrinsics (accurate, cheap).
+            symbol = device_math.symbol_for(op_name, suffix)
             if symbol is not None:
                 return "libcall", symbol
         if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):

@@ -363,6 +363,7 @@ def toolchain_status() -> dict:
         "archs": archs,
         "can_compile": all(archs.values()),
         "can_link": lld_ok,
-        "device_libs": "none (ocml/ockl not linked; math: LLVM intrinsics + tilejit_amd.device_math for f64)",
+        "device_libs": ("none (ocml/ockl not linked; math: LLVM intrinsics + tilejit_amd.device_math "
+                        "for f64 and accurate f32)"),
         "problems": problems,
     }
