@@ -47,3 +47,20 @@ def test_perf_report_runs_every_point_and_prints_a_table(capsys, tmp_path):
     assert result["rows"] == [[8, 80, 81], [16, 160, 161]]
     out = capsys.readouterr().out
     assert "demo:" in out and "size" in out and "161" in out
+
+
+def test_perf_report_saves_a_plot_and_a_csv(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")  # no display in CI
+
+    @perf_report(Benchmark(x_names=["n"], x_vals=[1, 2, 4], line_arg="p", line_vals=["x", "y"],
+                           line_names=["X", "Y"], styles=[("red", "-"), ("blue", "--")], ylabel="GB/s",
+                           plot_name="bw", args={}))
+    def bench(n, p):
+        return n * (2 if p == "y" else 1)
+
+    bench.run(save_path=str(tmp_path))
+    png = (tmp_path / "bw.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    assert (tmp_path / "bw.csv").read_text().splitlines() == ["n,X,Y", "1,1,2", "2,2,4", "4,4,8"]
