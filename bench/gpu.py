@@ -162,6 +162,11 @@ def dump_assembly(kernels, names, quick, directory):
                         sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
                         with open(path + ".sass", "w") as f:
                             f.write(sass.stdout + sass.stderr)
+                        usage = subprocess.run([cuobjdump, "-res-usage", path], capture_output=True, text=True)
+                        with open(path + ".resources", "w") as f:   # registers, stack (spills), shared
+                            f.write(usage.stdout + usage.stderr)
+                        print(f"[{flavour}] {name}: " + " ".join(line.strip() for line in usage.stdout.splitlines()
+                                                                  if "REG" in line))
                 meta = compiled.metadata
                 meta = meta._asdict() if hasattr(meta, "_asdict") else dict(meta)
                 with open(os.path.join(directory, f"{name}.{flavour}.metadata"), "w") as f:
@@ -179,9 +184,16 @@ def profile_launch(k, directory):
     launch = getattr(launcher, "launch", launcher)
     n = 5000
     lines = []
-    for label, call in (("jit path", lambda: k.tiny_kernel[(1,)](x)),
-                        ("CompiledKernel.run", lambda: compiled.run((1, 1, 1), (x,))),
-                        ("launcher alone", lambda: launch((1, 1, 1), (x,)))):
+    calls = [("jit path", lambda: k.tiny_kernel[(1,)](x)),
+             ("CompiledKernel.run", lambda: compiled.run((1, 1, 1), (x,))),
+             ("launcher alone", lambda: launch((1, 1, 1), (x,)))]
+    try:   # the other cuLaunchKernel entry point (raw ctypes function pointer), to compare
+        from tilejit_nvidia.launcher import CudaLauncher
+        raw = CudaLauncher.from_compiled_kernel(compiled, entry_points="ctypes")
+        calls.append((f"launcher alone, {raw.entry_points} entry point", lambda: raw.launch((1, 1, 1), (x,))))
+    except Exception as exc:  # noqa: BLE001 - the comparison is optional
+        lines.append(f"ctypes launcher unavailable: {exc}")
+    for label, call in calls:
         for _ in range(200):
             call()
         torch.cuda.synchronize()

@@ -220,3 +220,24 @@ def test_launches_from_several_threads_keep_their_own_arguments(vector_add_cubin
     assert not errors, errors
     for a, b, out in work:
         torch.testing.assert_close(out, a + b)
+
+
+def test_calling_the_launcher_takes_every_grid_form(vector_add_cubin):
+    """`launcher(grid, args)`: a normalised 3-tuple goes straight to `launch`, other forms through the
+    base class's normalisation; both skip empty grids and reject negative ones."""
+    n = 300
+    a, b, out = vectors(n)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    for grid in (grid_for(n), grid_for(n)[0], [grid_for(n)[0]], (grid_for(n)[0], 1)):
+        out.zero_()
+        launcher(grid, [a, b, out, n])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, a + b)
+    out.zero_()
+    launcher((0, 1, 1), [a, b, out, n])
+    launcher(0, [a, b, out, n])
+    torch.cuda.synchronize()
+    assert not out.any()
+    for bad in ((-1, 1, 1), -1):
+        with pytest.raises(ValueError, match="negative"):
+            launcher(bad, [a, b, out, n])

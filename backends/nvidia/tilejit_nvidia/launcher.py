@@ -142,6 +142,14 @@ class CudaLauncher(Launcher):
         return self.name
 
     # ---- the hot path ---------------------------------------------------------------------------
+    def __call__(self, grid, args, stream=None):
+        # `CompiledKernel.run` (and so every JIT launch) passes a grid the JIT already normalised to
+        # three ints: `launch` checks those itself, so the base class's normalisation is skipped.
+        if type(grid) is tuple and len(grid) == 3 and type(grid[0]) is int and type(grid[1]) is int \
+                and type(grid[2]) is int:
+            return self.launch(grid, args, stream)
+        return super().__call__(grid, args, stream)
+
     def launch(self, grid, args, stream=None):
         gx, gy, gz = grid
         if gx <= 0 or gy <= 0 or gz <= 0:

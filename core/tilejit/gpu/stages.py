@@ -19,7 +19,7 @@ def ttgir_stage(module, metadata: dict, options, warp_size: int, mma_version: in
 def llir_stage(module, metadata: dict, options, isa) -> str:
     if isinstance(module, str):
         module = ir.parse_module(module)
-    text, info = lower_module(module, isa, options.num_warps)
+    text, info = lower_module(module, isa, options.num_warps, getattr(options, "enable_fp_fusion", True))
     metadata.update(info)
     # The parameter order, as a list: a JSON object (the disk cache writes sorted keys) loses it.
     metadata["arg_order"] = list(runtime_signature(metadata))

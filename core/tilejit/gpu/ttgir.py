@@ -4,18 +4,25 @@ Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
 The passes, in order (each has a `name`, so a dump says which did what):
 0. `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
    become tensors of pointers with masks.
-1. `tritongpu-coalesce-anchors`: the axis analysis picks, per tensor rank, the blocked layout of the
-   widest memory access (its most contiguous dim first, `sizePerThread` = the proven vector width),
-   so global loads/stores become 128-bit where the data allows.
+1. `tritongpu-coalesce-anchors`: the axis analysis gives each global load, store and atomic its own
+   blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
+   access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
+   runs along dim 1); the widest access of each rank also gives the default layout of that rank.
 2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v2 (mma.sync
    m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA dot); loop-carried accumulators
    keep that layout across iterations.
+   Then the dot layouts flow forward (`tritongpu-propagate-dot-layouts`, as Triton's
+   RemoveLayoutConversions): elementwise ops, reductions, expand_dims/broadcast and loop-carried
+   values fed by an MMA result keep the MMA layout (or its slice), so attention's softmax runs on
+   the accumulator registers instead of converting every tile through shared memory.
 3. `tritongpu-assign-layouts`: a backward walk gives each value the layout its users want
    (expand_dims wants a slice of its result's layout, broadcast the same layout, elementwise ops
    propagate), so index tensors are born in the right layout; then a forward walk writes the
    encodings into the types and inserts `ttg.convert_layout` wherever a use still disagrees
    (reduction results are slices, dot operands are dot-operand layouts).
-4. `tritongpu-hoist-conversions` and `tritongpu-pipeline` (`pipeline.py`): loop-invariant conversions
+4. `tritongpu-rematerialize-indices` (`rematerialize.py`): conversions of cheap index arithmetic
+   become a second computation in the wanted layout.
+5. `tritongpu-hoist-conversions` and `tritongpu-pipeline` (`pipeline.py`): loop-invariant conversions
    leave their loops; the loads feeding mma.sync dots are marked for multi-buffered cp.async.
 """
 from __future__ import annotations
@@ -30,6 +37,7 @@ from .axis_info import AxisAnalysis, access_order, vector_width
 from .amd_layouts import select_matrix_core
 from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
 from .pipeline import hoist_invariant_conversions, pipeline_loops
+from .rematerialize import rematerialize_indices
 from .tensor_pointers import rewrite_tensor_pointers
 
 # New TTGIR ops, appended to the registry (one line each).
@@ -83,6 +91,14 @@ def _is_tensor(v) -> bool:
     return isinstance(v.type, ir.TensorType)
 
 
+def _mma_derived(enc) -> bool:
+    """An NVIDIA MMA layout or a slice of one: layouts worth keeping (leaving one costs a trip
+    through shared memory; blocked layouts of loads are cheap to recreate)."""
+    while isinstance(enc, SliceEncoding):
+        enc = enc.parent
+    return isinstance(enc, NvidiaMmaEncoding)
+
+
 class LayoutAssignment:
     def __init__(self, func: ir.Operation, cfg: GPUConfig):
         self.func = func
@@ -91,8 +107,18 @@ class LayoutAssignment:
         self.rank_layout: Dict[int, BlockedEncoding] = {}
         self.wanted: Dict[int, object] = {}
         self.fixed: Dict[int, object] = {}
+        self.access_layouts: Dict[int, BlockedEncoding] = {}
+        self.flowing: Dict[int, object] = {}   # MMA-derived layouts flowing forward from dots
 
     # --- pass 1: tritongpu-coalesce-anchors ----------------------------------------------------
+    def access_layout(self, shape, order, vec: int) -> BlockedEncoding:
+        """The blocked layout one global access wants: `vec` contiguous elements a thread along its
+        most contiguous dim, no more than the tile holds per thread."""
+        threads = self.cfg.warp_size * self.cfg.num_warps
+        numel = ir.TensorType(shape, ir.i8).numel
+        vec = max(1, min(vec, numel // threads, shape[order[0]]))
+        return default_blocked(shape, self.cfg, order, vec)
+
     def coalesce_anchors(self) -> None:
         best: Dict[int, tuple] = {}
         anchors: Dict[int, list] = {}
@@ -104,23 +130,38 @@ class LayoutAssignment:
                 continue
             shape = ptr.type.shape
             order = access_order(self.analysis, ptr)
-            mask = op.operands[2 if op.name == "tt.store" else 1] if len(op.operands) > (2 if op.name == "tt.store" else 1) else None
+            mask_idx = 2 if op.name == "tt.store" else 1
+            mask = op.operands[mask_idx] if len(op.operands) > mask_idx else None
             vec = vector_width(self.analysis, ptr, order[0], mask)
             threads = self.cfg.warp_size * self.cfg.num_warps
             vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
+            self.access_layouts[id(op)] = self.access_layout(shape, order, vec)
             key = (ir.TensorType(shape, ir.i8).numel, vec)
             anchors.setdefault(len(shape), []).append((tuple(shape), tuple(order)))
             if len(shape) not in best or key > best[len(shape)][0]:
                 best[len(shape)] = (key, shape, order, vec)
         for rank, (_, shape, order, vec) in best.items():
-            # The layout's footprint must fit every anchor of this rank that runs along the same
-            # order (matmul's A is 128x64 and B 64x128): fitted to the largest, the smaller one
+            # The default layout's footprint must fit every anchor of this rank that runs along the
+            # same order (matmul's A is 128x64 and B 64x128): fitted to the largest, the smaller one
             # would be replicated over lanes, which wastes half the loads or copies.
             for other in anchors.get(rank, ()):
                 if other[1] == order:
                     shape = tuple(min(x, y) for x, y in zip(shape, other[0]))
             vec = max(1, min(vec, shape[order[0]]))
             self.rank_layout[rank] = default_blocked(shape, self.cfg, order, vec)
+        # Loads (and atomics) produce their values in their own access layout; users that want
+        # another layout get a conversion (stores ask for theirs in `_want_operands`).
+        for op in self.func.walk():
+            enc = self.access_layouts.get(id(op))
+            if enc is not None and op.name != "tt.store" and op.results and _is_tensor(op.results[0]):
+                self.fixed[id(op.results[0])] = enc
+            # A pointer carried by a loop (matmul's `a_ptrs += BLOCK_K`) lives in its access's layout:
+            # the backward walk meets the loop's yield before the access, so it is asked for here.
+            ptr = op.operands[0] if enc is not None else None
+            if isinstance(ptr, ir.BlockArgument) and ptr.index >= 1:
+                loop = ptr.block.parent_op
+                if loop is not None and loop.name == "scf.for":
+                    self.want(loop.results[ptr.index - 1], enc)
 
     def layout_for(self, t: ir.TensorType):
         enc = self.rank_layout.get(t.rank)
@@ -191,13 +232,61 @@ class LayoutAssignment:
                 self.wanted[id(loop.operands[3 + k])] = enc
         self.wanted.setdefault(id(acc), enc)
 
+    # --- tritongpu-propagate-dot-layouts -----------------------------------------------------------
+    def propagate_dot_layouts(self) -> None:
+        """Let each MMA result's layout flow forward to the values computed from it; loop-carried
+        values take it from what the loop yields, so the walk repeats until nothing new flows."""
+        for _ in range(4):
+            before = len(self.flowing)
+            self._flow_block(self.func.regions[0].blocks[0])
+            if len(self.flowing) == before:
+                return
+
+    def _flowing_of(self, v: ir.Value):
+        enc = self.fixed.get(id(v)) or self.flowing.get(id(v))
+        return enc if _mma_derived(enc) else None
+
+    def _flow_into(self, v: ir.Value, enc) -> None:
+        if enc is not None and _is_tensor(v) and id(v) not in self.fixed and enc.rank == v.type.rank:
+            self.flowing.setdefault(id(v), enc)
+
+    def _flow_block(self, block: ir.Block) -> None:
+        for op in block.ops:
+            if op.name == "scf.for":
+                body = op.regions[0].blocks[0]
+                for k, init in enumerate(op.operands[3:]):
+                    enc = self._flowing_of(init) or self._flowing_of(body.ops[-1].operands[k])
+                    self._flow_into(body.args[k + 1], enc)
+                    self._flow_into(op.results[k], enc)
+            for region in op.regions:
+                for inner in region.blocks:
+                    self._flow_block(inner)
+            if not op.results or not _is_tensor(op.results[0]):
+                continue
+            res = op.results[0]
+            if op.name == "tt.reduce":
+                src = self._flowing_of(op.operands[0])
+                for r in op.results:
+                    self._flow_into(r, SliceEncoding(op.attrs["axis"], src) if src is not None else None)
+            elif op.name == "tt.expand_dims":
+                src = self._flowing_of(op.operands[0])
+                if isinstance(src, SliceEncoding) and src.dim == op.attrs["axis"]:
+                    self._flow_into(res, src.parent)
+            elif op.name == "tt.broadcast":
+                self._flow_into(res, self._flowing_of(op.operands[0]))
+            elif getattr(op_registry.OPS.get(op.name), "elementwise", False):
+                for v in op.operands:
+                    if _is_tensor(v) and v.type.shape == res.type.shape and self._flowing_of(v) is not None:
+                        self._flow_into(res, self._flowing_of(v))
+                        break
+
     # --- pass 3: tritongpu-assign-layouts --------------------------------------------------------
     def decide(self, v: ir.Value):
         if not _is_tensor(v):
             return None
         if id(v) in self.fixed:
             return self.fixed[id(v)]
-        enc = self.wanted.get(id(v))
+        enc = self.flowing.get(id(v)) or self.wanted.get(id(v))
         if enc is None or enc.rank != v.type.rank:
             enc = self.layout_for(v.type)
         self.fixed[id(v)] = enc
@@ -240,7 +329,8 @@ class LayoutAssignment:
             for v in op.operands:
                 self.want(v, res.parent)
         elif name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas") and op.operands and _is_tensor(op.operands[0]):
-            enc = self.wanted.get(id(op.operands[0])) or self.layout_for(op.operands[0].type)
+            enc = (self.access_layouts.get(id(op)) or self.wanted.get(id(op.operands[0]))
+                   or self.layout_for(op.operands[0].type))
             for v in op.operands:
                 self.want(v, enc)
         elif name == "scf.yield" and op.parent is not None and op.parent.parent_op is not None:
@@ -333,6 +423,7 @@ class LayoutAssignment:
     def run(self) -> None:
         self.coalesce_anchors()
         self.accelerate_matmul()
+        self.propagate_dot_layouts()
         entry = self.func.regions[0].blocks[0]
         self.backward(entry)
         self.forward(entry)
@@ -342,7 +433,8 @@ class LayoutAssignment:
 
 
 PASSES = ("tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul",
-          "tritongpu-assign-layouts", "tritongpu-hoist-conversions", "tritongpu-pipeline")
+          "tritongpu-propagate-dot-layouts", "tritongpu-assign-layouts", "tritongpu-rematerialize-indices",
+          "tritongpu-hoist-conversions", "tritongpu-pipeline")
 
 
 def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
@@ -352,6 +444,7 @@ def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
     rewrite_tensor_pointers(module)
     for func in module.functions:
         LayoutAssignment(func, cfg).run()
+        rematerialize_indices(func)
         hoist_invariant_conversions(func)
         if cfg.mma_version >= 2:
             pipeline_loops(func, cfg.num_stages)

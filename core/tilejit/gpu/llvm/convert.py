@@ -19,6 +19,7 @@ from .scalar_ops import llvm_type
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
+I64 = llir.IntType(64)
 
 
 def _bits(ty) -> int:
@@ -54,7 +55,9 @@ def convert_through_shared(self, src_value, dst_type):
     rank = len(shape)
     src, dst = self.layout(src_t), self.layout(dst_type)
     elem = llvm_type(src_t)
-    store_ty = I8 if elem == I1 else elem
+    # Pointers travel as 64-bit integers (a carried pointer tensor may need another layout).
+    is_ptr = isinstance(elem, llir.PointerType)
+    store_ty = I8 if elem == I1 else I64 if is_ptr else elem
     elem_bytes = max(1, _bits(store_ty) // 8)
     max_vec = max(1, 16 // elem_bytes)
     inner = _inner_dim(dst) if rank else 0
@@ -87,7 +90,8 @@ def convert_through_shared(self, src_value, dst_type):
             continue
         written.add(key)
         ptr = self.smem_ptr(store_ty, index(src_coords[r0]))
-        run = [self.b.zext(v, I8) if elem == I1 else v for v in values[r0:r0 + vec]]
+        run = [self.b.zext(v, I8) if elem == I1 else self.b.ptrtoint(v, I64) if is_ptr else v
+               for v in values[r0:r0 + vec]]
         if vec == 1:
             self.b.store(run[0], ptr, align=elem_bytes)
             continue
@@ -108,6 +112,7 @@ def convert_through_shared(self, src_value, dst_type):
             vty = llir.VectorType(store_ty, vec)
             whole = self.b.load(ptr, typ=vty, align=elem_bytes * vec)
             loaded = [self.b.extract_element(whole, llir.Constant(I32, i)) for i in range(vec)]
-        out.extend(self.b.trunc(v, I1) if elem == I1 else v for v in loaded)
+        out.extend(self.b.trunc(v, I1) if elem == I1 else self.b.inttoptr(v, elem) if is_ptr else v
+                   for v in loaded)
     self.isa.barrier(self.b)
     return out

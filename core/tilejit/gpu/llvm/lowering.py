@@ -34,14 +34,15 @@ def layout_of(t: ir.Type) -> LinearLayout:
 
 
 class FunctionLowering(TensorOps):
-    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetISA, num_warps: int, ir_module):
+    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetISA, num_warps: int, ir_module,
+                 fp_fusion: bool = True):
         self.module = module
         self.func = func
         self.ir_module = ir_module
         self.isa = isa
         self.num_warps = num_warps
         self.warp_size = isa.warp_size
-        self.scalar = ScalarLowering(isa)
+        self.scalar = ScalarLowering(isa, fp_fusion)
         self.vals: Dict[int, List] = {}
         # mma.sync operands in shared memory that the dot reads k-step by k-step (shared_dot.py)
         self.lazy_operands: Dict[int, object] = {}
@@ -343,15 +344,16 @@ class FunctionLowering(TensorOps):
     }
 
 
-def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int) -> tuple:
-    """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function."""
+def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int, fp_fusion: bool = True) -> tuple:
+    """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function;
+    `fp_fusion` lets float add/sub/mul contract into fma (the `enable_fp_fusion` option)."""
     module = llir.Module(name="tilejit")
     module.triple = isa.triple
     module.data_layout = isa.data_layout
     kernel = ttgir.functions[0] if ttgir.functions else None
     if kernel is None:
         raise CompilationError("the module has no kernel function")
-    lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir)
+    lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir, fp_fusion)
     fn = lowering.lower()
     lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma)
     text = str(module)

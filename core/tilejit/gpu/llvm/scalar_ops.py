@@ -23,6 +23,7 @@ _INT_BINARY = {
 }
 _FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
                  "tt.precise_divf": "fdiv"}
+_CONTRACTABLE = ("arith.addf", "arith.subf", "arith.mulf")
 _INT_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
 _CMPI = {"eq": ("==", True), "ne": ("!=", True), "slt": ("<", True), "sle": ("<=", True),
          "sgt": (">", True), "sge": (">=", True), "ult": ("<", False), "ule": ("<=", False),
@@ -75,8 +76,10 @@ def from_compute(b, v, t, rounding: str = "rtne"):
 class ScalarLowering:
     """Lowers one elementwise op applied to scalar LLVM values."""
 
-    def __init__(self, isa):
+    def __init__(self, isa, fp_fusion: bool = True):
         self.isa = isa
+        # `enable_fp_fusion` (as Triton): float add/sub/mul may contract into fma.
+        self.fp_fusion = fp_fusion
 
     def math(self, b, name: str, args):
         ty = args[0].type
@@ -236,6 +239,8 @@ class ScalarLowering:
         xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
         if name in _FLOAT_BINARY:
             out = getattr(b, _FLOAT_BINARY[name])(xs[0], xs[1])
+            if self.fp_fusion and name in _CONTRACTABLE:
+                out.flags.append("contract")
         elif name == "arith.negf":
             out = b.fneg(xs[0])
         elif name == "tt.clampf":

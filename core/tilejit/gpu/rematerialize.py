@@ -1,0 +1,90 @@
+"""`tritongpu-rematerialize-indices`: a layout conversion of a value that is cheap to compute again
+(index arithmetic on `tt.make_range`, splats and constants) is replaced by computing it again in the
+wanted layout, as Triton's RemoveLayoutConversions rematerializes. Attention's `cols = start_n +
+offs_n` feeds both the K tile (in the transposed load's layout) and the V tile; converting it went
+through shared memory, with two barriers, in every iteration.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+from .. import ir
+from .layouts import BlockedEncoding, DistributedEncoding, SliceEncoding
+
+# Ops recomputed rather than converted: no memory access, no side effect, cheap per element.
+_LEAF_OPS = ("tt.make_range", "tt.splat", "arith.constant")
+_CHEAP_ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
+                      "arith.shli", "arith.shrui", "arith.shrsi", "arith.cmpi", "arith.select", "tt.addptr",
+                      "arith.extsi", "arith.extui", "arith.trunci", "arith.remsi", "arith.remui",
+                      "arith.divsi", "arith.divui")
+MAX_OPS = 12   # more than this many ops to recompute: the conversion is kept
+
+
+def _cloneable(v: ir.Value, budget: list) -> bool:
+    """Whether `v` (a tensor) can be recomputed from scalars by cheap ops within `budget[0]` ops."""
+    if not isinstance(v.type, ir.TensorType):
+        return True   # scalar operands are reused as they are
+    op = v.owner
+    if isinstance(v, ir.BlockArgument) or not isinstance(op, ir.Operation) or op.regions:
+        return False
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    if op.name in _LEAF_OPS:
+        return all(not isinstance(o.type, ir.TensorType) for o in op.operands)
+    if op.name in ("tt.expand_dims", "tt.broadcast") or op.name in _CHEAP_ELEMENTWISE:
+        return all(_cloneable(o, budget) for o in op.operands)
+    return False
+
+
+class _Cloner:
+    def __init__(self, block: ir.Block, before: ir.Operation):
+        self.block, self.before = block, before
+        self.done: Dict[Tuple[int, object], ir.Value] = {}
+
+    def value(self, v: ir.Value, enc) -> ir.Value:
+        if not isinstance(v.type, ir.TensorType) or v.type.encoding == enc:
+            return v
+        key = (id(v), enc)
+        if key in self.done:
+            return self.done[key]
+        op = v.owner
+        if op.name == "tt.expand_dims":
+            operands = [self.value(op.operands[0], SliceEncoding(op.attrs["axis"], enc))]
+        elif op.name in _LEAF_OPS:
+            operands = list(op.operands)
+        else:   # broadcast and elementwise: every tensor operand in the same layout
+            operands = [self.value(o, enc) for o in op.operands]
+        clone = ir.Operation(op.name, operands, [ir.TensorType(v.type.shape, v.type.element, enc)],
+                             dict(op.attrs), loc=op.loc)
+        self.block.insert(self.block.ops.index(self.before), clone)
+        self.done[key] = clone.result
+        return clone.result
+
+
+def _target_encoding(conv: ir.Operation) -> Optional[DistributedEncoding]:
+    enc = conv.result.type.encoding
+    base = enc
+    while isinstance(base, SliceEncoding):
+        base = base.parent
+    # Only blocked layouts (and their slices): index tensors never feed dot operands directly.
+    return enc if isinstance(base, BlockedEncoding) else None
+
+
+def rematerialize_indices(func: ir.Operation) -> int:
+    """Replace cheap conversions by recomputation; returns how many were replaced."""
+    replaced = 0
+    for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
+        src = conv.operands[0]
+        enc = _target_encoding(conv)
+        if enc is None:
+            continue
+        if not _cloneable(src, [MAX_OPS]):
+            continue
+        new = _Cloner(conv.parent, conv).value(src, enc)
+        conv.result.replace_all_uses_with(new)
+        conv.erase()
+        replaced += 1
+    # The originals may now be unused; dead ones are left to the lowering's (and LLVM's) DCE.
+    return replaced
+

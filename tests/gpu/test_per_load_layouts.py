@@ -1,0 +1,115 @@
+"""Per-access layouts (each global load/store its own coalesced blocked layout), MMA layouts flowing
+forward from dots, rematerialized index conversions, and what they do to attention's code."""
+import os
+import shutil
+import sys
+
+import llvmlite.binding as llvm
+import pytest
+
+import tilejit
+from tilejit import ir
+from tilejit.backends import GPUTarget
+from tilejit.frontend.source import ASTSource
+from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
+from tilejit.gpu.llvm import lower_module
+from tilejit.gpu.pipeline import PIPELINED, loop_pipeline
+from tilejit.gpu.ttgir import GPUConfig, make_ttgir
+from tilejit_nvidia.isa import NvidiaISA
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+DATA = os.path.join(os.path.dirname(__file__), "data")
+D16 = [["tt.divisibility", 16]]
+
+
+@pytest.fixture(scope="module")
+def attention():
+    from common import load_kernels
+    k = load_kernels("tilejit")
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "seq_len": "i32",
+           "sm_scale": "fp32", "stride_h": "i32", "stride_s": "i32", "HEAD_DIM": "constexpr",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+    src = ASTSource(k.attention_fwd_kernel, sig, {"HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64},
+                    {(i,): D16 for i in (0, 1, 2, 3, 4, 6, 7)})
+    return tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 2})
+
+
+def _loop(ck):
+    module = ir.parse_module(ck.asm["ttgir"])
+    return next(op for op in module.functions[0].walk() if op.name == "scf.for")
+
+
+def test_each_load_gets_the_layout_of_its_own_contiguous_dim(attention):
+    loads = [op for op in _loop(attention).regions[0].blocks[0].ops if op.name == "tt.load"]
+    assert len(loads) == 2
+    k_enc, v_enc = (op.results[0].type.encoding for op in loads)
+    # K is read transposed (`cols[None, :] * stride_s + offs_d[:, None]`): contiguous along dim 0.
+    assert k_enc == BlockedEncoding((8, 1), (8, 4), (1, 4), (0, 1))
+    assert v_enc.order == (1, 0) and v_enc.size_per_thread == (1, 8)
+
+
+def test_both_attention_tiles_are_pipelined_with_16_byte_copies(attention):
+    loop = _loop(attention)
+    plan = loop_pipeline(loop)
+    assert plan is not None and len(plan.loads) == 2
+    assert all(op.attrs.get(PIPELINED) for op in plan.loads)
+    ptx = attention.asm["ptx"]
+    assert "ld.global.b16" not in ptx and "ld.global.u16" not in ptx
+    assert ptx.count("cp.async.cg.shared.global") >= 16   # 64x64 fp16 tiles, 16 bytes a copy, two tiles
+
+
+def test_softmax_of_attention_stays_in_the_mma_layout(attention):
+    body = _loop(attention).regions[0].blocks[0]
+    # Inside the loop only the dot operands are converted: no MMA -> blocked trip through shared
+    # memory for the softmax, no index conversion (`cols` is recomputed in each load's layout).
+    converts = [op for op in body.ops if op.name == "ttg.convert_layout"]
+    assert len(converts) == 3
+    assert all("dot_op" in str(op.result.type) for op in converts)
+    reduces = [op for op in body.ops if op.name == "tt.reduce"]
+    assert len(reduces) == 2
+    for op in reduces:
+        enc = op.results[0].type.encoding
+        assert isinstance(enc, SliceEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
+    carried = [a.type.encoding for a in body.args[1:]]
+    assert any(isinstance(e, NvidiaMmaEncoding) for e in carried)        # acc
+    assert sum(isinstance(e, SliceEncoding) for e in carried) == 2       # m_i, l_i
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_attention_spills_at_most_a_few_bytes(attention, tmp_path):
+    import subprocess
+    ptx = tmp_path / "att.ptx"
+    ptx.write_text(attention.asm["ptx"])
+    proc = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "att.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    spill = [line for line in proc.stderr.splitlines() if "spill stores" in line]
+    assert spill and int(spill[0].split("bytes spill stores")[0].split(",")[-1].strip()) <= 16, proc.stderr
+
+
+def test_a_loop_carried_pointer_takes_its_load_layout():
+    """Matmul's `a_ptrs += BK`: the carried pointer is in the load's layout (no pointer conversion)."""
+    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "matmul.ttir")).read()), GPUConfig(4, 32, 3, 2))
+    loop = next(op for op in module.functions[0].walk() if op.name == "scf.for")
+    body = loop.regions[0].blocks[0]
+    for load in (op for op in body.ops if op.name == "tt.load"):
+        assert load.operands[0].type.encoding == load.results[0].type.encoding
+    assert not [op for op in module.functions[0].walk() if op.name == "ttg.convert_layout"
+                and isinstance(ir.element_type(op.result.type), ir.PointerType)]
+
+
+def test_pointer_tensors_convert_through_shared_memory():
+    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "vadd.ttir")).read()), GPUConfig(4, 32, 3, 2))
+    func = module.functions[0]
+    load = next(op for op in func.walk() if op.name == "tt.load")
+    ptr = load.operands[0]
+    other = BlockedEncoding((1,), (32,), (4,), (0,))
+    assert ptr.type.encoding != other
+    conv = ir.Operation("ttg.convert_layout", [ptr], [ir.TensorType(ptr.type.shape, ptr.type.element, other)])
+    load.parent.insert(load.parent.ops.index(load), conv)
+    load.set_operand(0, conv.result)
+    for v in load.operands[1:] + load.results:
+        v.type = ir.TensorType(v.type.shape, v.type.element, other)
+    text, _ = lower_module(module, NvidiaISA(90, 32), 4)
+    llvm.parse_assembly(text).verify()
+    assert "ptrtoint" in text and "inttoptr" in text
