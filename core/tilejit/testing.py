@@ -31,7 +31,9 @@ def _cuda_torch():
         return None
 
 
-def _summarise(times: list, quantiles, return_mode: str):
+def summarize_times(times: list, quantiles=None, return_mode: str = "mean"):
+    """Reduce timings the way `do_bench` reports them: the requested `quantiles` (one number for one
+    quantile), or `return_mode` (min, max, mean, median, or all). Every benchmarker shares this."""
     if quantiles is not None:
         ordered = sorted(times)
         result = [_quantile(ordered, q) for q in quantiles]
@@ -83,7 +85,7 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         begin = time.perf_counter()
         fn()
         times.append((time.perf_counter() - begin) * 1000.0)
-    return _summarise(times, quantiles, return_mode)
+    return summarize_times(times, quantiles, return_mode)
 
 
 def _do_bench_cuda(torch, fn, warmup, rep, grad_to_none, quantiles, return_mode):
@@ -114,7 +116,7 @@ def _do_bench_cuda(torch, fn, warmup, rep, grad_to_none, quantiles, return_mode)
         ends[i].record()
     torch.cuda.synchronize()
     times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-    return _summarise(times, quantiles, return_mode)
+    return summarize_times(times, quantiles, return_mode)
 
 
 def _to_numpy(value):

@@ -234,13 +234,8 @@ class CudaDriver:
             for event in events:
                 driver.cuEventDestroy(event)
             driver.cuMemFree(flush)
-        if quantiles is not None:
-            ordered = sorted(times)
-            picked = [ordered[min(int(q * len(ordered)), len(ordered) - 1)] for q in quantiles]
-            return picked[0] if len(picked) == 1 else picked
-        if return_mode == "all":
-            return times
-        return {"min": min, "max": max, "mean": statistics.fmean, "median": statistics.median}[return_mode](times)
+        from tilejit.testing import summarize_times
+        return summarize_times(times, quantiles, return_mode)
 
 
 _DRIVER: CudaDriver | None = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import hashlib
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
@@ -84,13 +83,8 @@ def wall_clock_benchmarker(fn: Callable[[], Any], warmup: int = 3, rep: int = 20
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1e3)
-    if quantiles is not None:
-        ordered = sorted(times)
-        picked = [ordered[min(int(q * len(ordered)), len(ordered) - 1)] for q in quantiles]
-        return picked[0] if len(picked) == 1 else picked
-    if return_mode == "all":
-        return times
-    return {"min": min, "max": max, "mean": statistics.fmean, "median": statistics.median}[return_mode](times)
+    from tilejit.testing import summarize_times
+    return summarize_times(times, quantiles, return_mode)
 
 
 class Launcher(abc.ABC):
