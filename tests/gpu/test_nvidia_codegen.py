@@ -39,8 +39,8 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
 
 
-def _ptx(kernel, *args, **kwargs):
-    return kernel.warmup(*args, grid=(1,), target="cuda:90", **kwargs).asm["ptx"]
+def _ptx(kernel, *args, target="cuda:90", **kwargs):
+    return kernel.warmup(*args, grid=(1,), target=target, **kwargs).asm["ptx"]
 
 
 def test_loop_over_columns_loads_vectors():
@@ -52,8 +52,9 @@ def test_loop_over_columns_loads_vectors():
 
 
 def test_pipelined_matmul_code():
+    # sm_80: mma.sync (sm_90 takes wgmma for this tile: test_wgmma.py)
     ptx = _ptx(_matmul, "*fp16", "*fp16", "*fp16", 4096, 4096, 4096, 4096, BM=128, BN=128, BK=64,
-               num_warps=8, num_stages=3)
+               num_warps=8, num_stages=3, target="cuda:80")
     copies = re.findall(r"cp\.async\.cg\.shared\.global \[(%\w+)\], \[%\w+\], (\d+)", ptx)
     assert copies and all(size == "16" for _, size in copies)
     # shared addresses are 32-bit registers (nvptx-short-ptr), not 64-bit pairs
@@ -63,8 +64,12 @@ def test_pipelined_matmul_code():
     first_mma = ops.index("mma.sync")
     assert "ldmatrix" in ops[first_mma:], "every fragment was read before the first mma.sync"
     assert ops.count("mma.sync") == 64
-    # 8 warps with ~160 registers would fit one CTA per SM: ask ptxas for two
-    assert ".minnctapersm 2" in ptx
+    # two CTAs' 96 KiB of ring buffers exceed sm_80's 163 KiB: no occupancy hint there
+    assert ".minnctapersm" not in ptx
+    # 8 warps with ~160 registers would fit one CTA per SM: on sm_90 (wgmma) ask ptxas for two
+    ptx90 = _ptx(_matmul, "*fp16", "*fp16", "*fp16", 4096, 4096, 4096, 4096, BM=128, BN=128, BK=64,
+                 num_warps=8, num_stages=3)
+    assert "wgmma.mma_async" in ptx90 and ".minnctapersm 2" in ptx90
 
 
 def test_small_kernels_get_no_occupancy_hint():

@@ -43,7 +43,7 @@ class CUDABackend(GPUBackend):
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
         arch = self.target.arch
-        self.add_gpu_stages(stages, options, mma_version=2 if arch >= 80 else 0)
+        self.add_gpu_stages(stages, options, mma_version=3 if arch >= 90 else 2 if arch >= 80 else 0)
         stages["ptx"] = lambda src, md: toolchain.llir_to_ptx(src, arch, options.ptx_features or None)
         stages["cubin"] = lambda src, md: toolchain.ptx_to_cubin(src, arch)
 

@@ -107,7 +107,8 @@ class SliceEncoding(DistributedEncoding):
 
 @dataclass(frozen=True)
 class NvidiaMmaEncoding(DistributedEncoding):
-    """The accumulator of `mma.sync.m16n8k16` (version 2.0): per warp a 16x8 tile, 4 values a thread."""
+    """The accumulator of `mma.sync.m16n8k16` (version 2.0: per warp a 16x8 tile, 4 values a thread) or
+    of `wgmma.mma_async.m64nNk16` (version 3.0, instrShape [16, N, 16]: per warp 16xN, N/2 values)."""
     version_major: int
     version_minor: int
     warps_per_cta: Tuple[int, ...]
@@ -128,6 +129,12 @@ class NvidiaMmaEncoding(DistributedEncoding):
     def to_linear(self, shape) -> LinearLayout:
         # c0,c1: row = lane/4, col = 2*(lane%4) + {0,1}; c2,c3: the same 8 rows further down.
         chunks = [("register", 1, 1), ("lane", 1, 2), ("lane", 0, 3), ("register", 0, 1)]
+        if self.version_major == 3:
+            # wgmma m64nNk16 (PTX ISA, "register fragment of the accumulator D"): warp w of a
+            # warpgroup owns rows 16w..16w+15, and d[4j..4j+3] is the mma.sync fragment above for
+            # columns 8j..8j+7, so the N/8 column blocks come before the warps.
+            n_blocks = log2_exact(self.instr_shape[1] // 8, "wgmma instruction N")
+            chunks.append(("register", 1, n_blocks))
         return _build(shape, chunks + self._warp_chunks(0, 1))
 
     def __str__(self) -> str:

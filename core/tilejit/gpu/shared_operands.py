@@ -194,3 +194,79 @@ def _group_jobs(jobs) -> Tuple[MatrixGroup, ...]:
             corners, step0, step1 = [(nk, k)], (0, 0), (0, 0)
         groups.append(MatrixGroup(tuple(left.pop(c) for c in corners), step0, step1))
     return tuple(groups)
+
+
+# ------------------------------------------------------------------------ wgmma (sm_90) operands
+
+SWIZZLE_BYTES = 128           # wgmma's 128-byte swizzle: 8 rows of 128 bytes form one 1024-byte atom
+ATOM_BYTES = 8 * SWIZZLE_BYTES
+
+
+@dataclass(frozen=True)
+class WgmmaTile:
+    """A [d0, d1] 16-bit operand tile in the canonical 128B-swizzled layout that wgmma's matrix
+    descriptors read (PTX ISA, "Shared Memory Matrix Layout"; CUTLASS's Swizzle<3,4,3>): the
+    contiguous dim `inner` is cut into slabs of 64 elements (128 bytes); slab s holds every row,
+    row r at byte s * rows * 128 + r * 128, and 16-byte chunk c of a row is stored at chunk
+    c ^ (r % 8). With the tile 1024-byte aligned, that is the XOR of address bits [4:6] with
+    [7:9] that the hardware undoes, so a descriptor only names where a 64 x 8 (or 8 x 64) block
+    starts, the stride between 8-row groups (SBO) and between slabs (LBO)."""
+    shape: Tuple[int, int]
+    inner: int
+    elem_bytes: int = 2
+
+    @property
+    def width(self) -> int:
+        return self.shape[self.inner]
+
+    @property
+    def rows(self) -> int:
+        return self.shape[1 - self.inner]
+
+    @property
+    def slab_elems(self) -> int:
+        return SWIZZLE_BYTES // self.elem_bytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.elem_bytes
+
+    @property
+    def slab_bytes(self) -> int:
+        return self.rows * SWIZZLE_BYTES
+
+    def fits(self) -> bool:
+        return self.elem_bytes == 2 and self.width % self.slab_elems == 0 and self.rows % 8 == 0
+
+    def offset(self, a, coords):
+        """Element offset of logical `coords` (two Arith values) inside the tile."""
+        row, col = coords[1 - self.inner], coords[self.inner]
+        slab_elems, vec = self.slab_elems, CHUNK_BYTES // self.elem_bytes
+        slab = a.udiv(col, a.const(slab_elems))
+        in_slab = a.urem(col, a.const(slab_elems))
+        chunk = a.xor(a.udiv(in_slab, a.const(vec)), a.urem(row, a.const(8)))
+        start = a.add(a.mul(slab, a.const(self.rows * slab_elems)), a.mul(row, a.const(slab_elems)))
+        return a.add(start, a.add(a.mul(chunk, a.const(vec)), a.urem(in_slab, a.const(vec))))
+
+    def block_start(self, op_idx: int, non_k: int, k: int):
+        """(byte offset in the tile, K-major?) of the block a wgmma reads for operand `op_idx`
+        (0: A, M x K; 1: B, K x N) from non-K index `non_k` (a multiple of 64 when the non-K dim is
+        contiguous, of 8 otherwise) and K index `k` (a multiple of 16)."""
+        k_dim = 1 if op_idx == 0 else 0
+        k_major = self.inner == k_dim
+        along, across = (k, non_k) if k_major else (non_k, k)
+        slab, within = divmod(along, self.slab_elems)
+        return slab * self.slab_bytes + across * SWIZZLE_BYTES + within * self.elem_bytes, k_major
+
+    def descriptor_fields(self):
+        """(LBO, SBO) in bytes: slab stride (the MN-major leading offset; K-major swizzled layouts
+        ignore it) and the stride between 8-row groups."""
+        return self.slab_bytes, ATOM_BYTES
+
+
+def descriptor_bits(start_address: int, lbo: int, sbo: int) -> int:
+    """A wgmma matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, LBO and SBO
+    in 16-byte units in bits 0-13, 16-29, 32-45; base offset 0 (1024-byte aligned atoms); swizzle
+    mode 1 (128B) in bits 62-63."""
+    return (((start_address & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
+            | 1 << 62)

@@ -8,8 +8,10 @@ The passes, in order (each has a `name`, so a dump says which did what):
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
    runs along dim 1); the widest access of each rank also gives the default layout of that rank.
-2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v2 (mma.sync
-   m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA dot); loop-carried accumulators
+2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v3 (wgmma
+   m64nNk16, `_wgmma_fits`) on sm_90 for a loop's dot of two loaded operands with one m64 block per
+   warpgroup, else MMA v2 (mma.sync m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA
+   dot); loop-carried accumulators
    keep that layout across iterations.
    Then the dot layouts flow forward (`tritongpu-propagate-dot-layouts`, as Triton's
    RemoveLayoutConversions): elementwise ops, reductions, expand_dims/broadcast and loop-carried
@@ -51,7 +53,7 @@ class GPUConfig:
     num_warps: int
     warp_size: int
     num_stages: int = 3
-    mma_version: int = 0   # 2: NVIDIA mma.sync (sm_80+); 0: FMA dot only
+    mma_version: int = 0   # 3: wgmma where it fits (sm_90); 2: NVIDIA mma.sync (sm_80+); 0: FMA only
     amd_arch: str = ""     # AMD: the gfx arch whose MFMA/WMMA `tt.dot` may use (amd_layouts.py)
 
 
@@ -189,13 +191,30 @@ class LayoutAssignment:
                 enc = amd
             elif use_mma:
                 warps = self._chained_dot_warps(op, M, N)
-                if warps is None:
-                    warps = mma_warps((M, N), self.cfg.num_warps)
-                enc = NvidiaMmaEncoding(2, 0, warps, (16, 8))
+                if warps is None and self._wgmma_fits(op, M, N):
+                    enc = NvidiaMmaEncoding(3, 0, (self.cfg.num_warps, 1), (16, N, 16))
+                else:
+                    if warps is None:
+                        warps = mma_warps((M, N), self.cfg.num_warps)
+                    enc = NvidiaMmaEncoding(2, 0, warps, (16, 8))
             else:
                 enc = self.layout_for(out)
             self.fixed[id(op.result)] = enc
             self._fix_accumulator(op.operands[2], enc)
+
+    def _wgmma_fits(self, dot: ir.Operation, M: int, N: int) -> bool:
+        """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one m64nNk16 row block
+        (M = 16 * num_warps, 16 <= N <= 256 a power of two) and both operands loaded in the loop
+        body of the dot, so that the pipeline can leave them in shared memory for the descriptors
+        (when it does not after all, the lowering runs mma.sync on the same layouts)."""
+        warps = self.cfg.num_warps
+        if self.cfg.mma_version < 3 or warps % 4 or M != 16 * warps or not 16 <= N <= 256 or N & (N - 1):
+            return False
+        loop = dot.parent.parent_op if dot.parent is not None else None
+        if loop is None or loop.name != "scf.for":
+            return False
+        return all(isinstance(v.owner, ir.Operation) and v.owner.name == "tt.load" and v.owner.parent is dot.parent
+                   for v in dot.operands[:2])
 
     def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
         """As Triton: a dot connected to another dot of the same block (attention's QK^T feeding PV)

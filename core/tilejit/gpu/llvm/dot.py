@@ -22,6 +22,11 @@ def lower_dot(self, op):
         from .dot_amd import lower_amd_dot
         return lower_amd_dot(self, op)
     if isinstance(enc, NvidiaMmaEncoding):
+        shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
+        if enc.version_major == 3 and None not in shared:
+            from .wgmma import lower_wgmma_dot
+            return lower_wgmma_dot(self, op, *shared)
+        # mma.sync; version 3 without shared operands too (its layouts are mma.sync's, by coordinates)
         return _lower_mma(self, op)
     return _lower_fma(self, op)
 

@@ -7,7 +7,10 @@
   `cp.async`, and iteration i waits for its own group (`cp.async.wait_group S-2`), passes one barrier
   (every warp is done with the buffer about to be overwritten), starts the copies of iteration
   i+S-1 from the *lookahead* address values (the loads' address slice lowered S-1 iterations ahead),
-  then reads its buffer with `ldmatrix` and runs the rest of the body.
+  then reads its buffer with `ldmatrix` and runs the rest of the body. When both operands of a
+  version-3 (wgmma) dot are pipelined, their buffers are `WgmmaTile`s (1024-byte aligned, 128B
+  swizzle), a `fence.proxy.async` follows the wait, and the dot reads them through descriptors
+  (`wgmma.py`) instead of ldmatrix.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import llvmlite.ir as llir
 from ...errors import CompilationError
 from ..isa import I32
 from ..pipeline import copy_vector, loop_pipeline
-from ..shared_operands import SwizzledTile, plan_ldmatrix
+from ..shared_operands import ATOM_BYTES, SwizzledTile, WgmmaTile, plan_ldmatrix
 from .convert import _run_length
 from .scalar_ops import llvm_type
 
@@ -210,14 +213,18 @@ def convert_to_dot_operand(self, value, dst_type, how):
 class _Buffer:
     """The ring of `stages` swizzled tiles of one pipelined load."""
 
-    def __init__(self, self_, load, convert, base_bytes, stages):
+    def __init__(self, self_, load, convert, base_bytes, stages, wgmma=False):
         self.load, self.convert = load, convert
         res_t = load.results[0].type
         inner, self.vec = copy_vector(self_.analysis, load)
-        self.tile = SwizzledTile(tuple(res_t.shape), inner)
         enc = convert.results[0].type.encoding
-        self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
-        if self.plan is None or self.vec < 2:
+        self.wgmma = wgmma
+        if wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
+            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner), None
+        else:
+            self.tile = SwizzledTile(tuple(res_t.shape), inner)
+            self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
+        if (self.plan is None and not wgmma) or self.vec < 2:
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
         self.nbytes = self.tile.nbytes * stages
@@ -225,6 +232,26 @@ class _Buffer:
     def stage_base(self, a, stage):
         """Element offset (16-bit elements) of the buffer of `stage` (int or i32)."""
         return a.add(self.base_bytes // 2, a.mul(stage, self.tile.nbytes // 2))
+
+
+def _wgmma_converts(self, pipe):
+    """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory:
+    both of its operands are pipelined, feed only dots, and fit the 128B-swizzled tile."""
+    from ..layouts import NvidiaMmaEncoding
+    by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)}
+    chosen = set()
+    for op in pipe.loop.regions[0].blocks[0].ops:
+        enc = op.results[0].type.encoding if op.name == "tt.dot" else None
+        if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
+            continue
+        pair = [by_result.get(id(v)) for v in op.operands[:2]]
+        if any(p is None or not _feeds_only_dots(p[1].results[0]) for p in pair):
+            continue
+        tiles = [WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0])
+                 for load, _ in pair]
+        if all(t.inner is not None and t.fits() for t in tiles):
+            chosen.update(id(conv) for _, conv in pair)
+    return chosen
 
 
 def _issue_copies(self, pipe, buffers, stage, valid):
@@ -276,12 +303,17 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     S = pipe.stages
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
-    buffers, offset = [], region_start
+    wgmma = _wgmma_converts(self, pipe)
+    # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
+    align = ATOM_BYTES if wgmma else 128
+    buffers, offset = [], (region_start + align - 1) // align * align
     for load, convert in zip(pipe.loads, pipe.converts):
-        buf = _Buffer(self, load, convert, offset, S)
+        buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma)
         buffers.append(buf)
-        offset += (buf.nbytes + 127) // 128 * 128
-    self.smem_base(offset - region_start)
+        offset += (buf.nbytes + align - 1) // align * align
+    glob = self.smem_base(offset - region_start)
+    if wgmma:
+        glob.align = max(glob.align or 0, ATOM_BYTES)
     self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
@@ -329,6 +361,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     self.b.position_at_end(body_bb)
     self.isa.async_wait(self.b, S - 2)   # this iteration's tiles have landed (for this thread) ...
+    if wgmma:   # ... and are visible to wgmma's reads (the async proxy), which cp.async's are not
+        self.isa.fence_async_shared(self.b)
     self.isa.barrier(self.b)             # ... for every thread; the oldest buffer is free again
     ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
     bind(ahead, look_phis)
@@ -340,6 +374,11 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         if id(inner) in pipe.main_skip:
             continue
         buf = convert_of.get(id(inner))
+        if buf is not None and buf.wgmma:
+            from .wgmma import WgmmaOperand
+            self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
+                buf.tile, a.value(a.mul(buf.stage_base(a, read_stage), 2)), inner.results[0].type.encoding.op_idx)
+            continue
         if buf is not None:
             result = inner.results[0]
             operand = LazyDotOperand(self, buf.tile, buf.plan, result.type, buf.stage_base(a, read_stage))

@@ -1,0 +1,133 @@
+"""wgmma on sm_90: the version-3 accumulator layout, the 128B-swizzled operand tiles against the
+canonical layouts the matrix descriptors name, and the PTX of a pipelined matmul."""
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import tilejit
+from tilejit.backends import GPUTarget
+from tilejit.frontend.source import ASTSource
+from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
+from tilejit.gpu.shared_operands import IntArith, WgmmaTile, descriptor_bits
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_gpu_pipeline import D16, _compile, _matmul  # noqa: E402
+
+
+def test_accumulator_layout_is_the_ptx_fragment():
+    enc = NvidiaMmaEncoding(3, 0, (8, 1), (16, 128, 16))
+    assert parse_encoding(str(enc)) == enc
+    ll = enc.to_linear((128, 128))
+    offsets = ll.register_offsets()
+    assert len(offsets) == 64
+    for warp, lane in itertools.product(range(8), range(32)):
+        for j, i in itertools.product(range(16), range(4)):
+            # PTX ISA, wgmma D fragment: d[4j + i]
+            row = 16 * warp + lane // 4 + 8 * (i // 2)
+            col = 8 * j + 2 * (lane % 4) + i % 2
+            got = ll.coords(4 * j + i, lane, warp)
+            assert tuple(got) == (row, col), (warp, lane, j, i)
+
+
+def _swizzle128(addr):
+    return addr ^ (((addr >> 7) & 7) << 4)
+
+
+def _decode(desc):
+    start = (desc & 0x3FFF) << 4
+    lbo = ((desc >> 16) & 0x3FFF) << 4
+    sbo = ((desc >> 32) & 0x3FFF) << 4
+    assert desc >> 62 == 1   # 128B swizzle
+    return start, lbo, sbo
+
+
+def _canonical(desc, k_major, mn, k):
+    """Byte address of element (mn, k) of one k16 block in the canonical 128B-swizzled layouts
+    (CUTLASS's GmmaDescriptor: K-major ((8,m),(T,2k)):((8T,SBO),(1,LBO)); MN-major
+    ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)), T = 8 halves)."""
+    start, lbo, sbo = _decode(desc)
+    if k_major:
+        addr = start + (mn // 8) * sbo + (mn % 8) * 128 + 2 * k
+    else:
+        addr = start + (mn // 64) * lbo + (k // 8) * sbo + (k % 8) * 128 + 2 * (mn % 64)
+    return _swizzle128(addr)
+
+
+@pytest.mark.parametrize("op_idx,shape,inner", [(0, (128, 64), 1), (0, (64, 128), 0), (1, (64, 128), 1),
+                                                (1, (128, 64), 0), (0, (64, 128), 1)])
+def test_tile_matches_what_the_descriptors_read(op_idx, shape, inner):
+    tile = WgmmaTile(shape, inner)
+    assert tile.fits()
+    base = 4096   # 1024-aligned, as the pipeline places its buffers
+    a = IntArith()
+    k_dim = 1 if op_idx == 0 else 0
+    K, MN = shape[k_dim], shape[1 - k_dim]
+    mn_block = 64 if op_idx == 0 else MN      # A: one warpgroup's 64 rows; B: all of N
+    lbo, sbo = tile.descriptor_fields()
+    for mn0 in range(0, MN, mn_block):
+        for k0 in range(0, K, 16):
+            start, k_major = tile.block_start(op_idx, mn0, k0)
+            desc = descriptor_bits(base + start, lbo, sbo)
+            for mn, k in itertools.product(range(mn_block), range(16)):
+                coords = [0, 0]
+                coords[k_dim], coords[1 - k_dim] = k0 + k, mn0 + mn
+                stored = base + 2 * tile.offset(a, coords)
+                assert stored == _canonical(desc, k_major, mn, k), (mn0, k0, mn, k)
+
+
+def test_tile_offsets_are_a_bijection():
+    tile = WgmmaTile((64, 256), 1)
+    a = IntArith()
+    seen = {tile.offset(a, (r, c)) for r in range(64) for c in range(256)}
+    assert seen == set(range(64 * 256))
+
+
+@pytest.fixture(scope="module")
+def wgmma_matmul():
+    return _compile(arch=90)
+
+
+def test_matmul_ptx_uses_wgmma(wgmma_matmul):
+    assert "versionMajor = 3" in wgmma_matmul.asm["ttgir"]
+    ptx = wgmma_matmul.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 4   # BK = 64: 4 k-steps
+    assert "ldmatrix" not in ptx and "mma.sync" not in ptx
+    # A: K-major (trans-a 0); B: N-major (trans-b 1)
+    assert ", p, 1, 1, 0, 1;" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
+    assert ".shared .align 1024" in ptx
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")
+def test_ptxas_accepts_the_wgmma_code(wgmma_matmul, tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(wgmma_matmul.asm["ptx"])
+    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "serialized" not in out.stderr and "spill stores" in out.stderr
+
+
+def test_bf16_and_smaller_tiles():
+    sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
+    src = ASTSource(_matmul, sig, {"BM": 64, "BN": 64, "BK": 64, "OTHER": 0.0}, {(i,): D16 for i in range(6)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 3})
+    assert ck.asm["ptx"].count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 4
+
+
+def test_shapes_wgmma_does_not_take_keep_mma_sync():
+    # BM = 32 with 4 warps: not one m64 block per warpgroup
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
+    src = ASTSource(_matmul, sig, {"BM": 32, "BN": 64, "BK": 32, "OTHER": 0.0}, {(i,): D16 for i in range(6)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 3})
+    assert "wgmma" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
+    # A with `other` = 1 stays a register load: mma.sync on the version-3 layout
+    ck = _compile(arch=90, other=1.0)
+    assert "versionMajor = 3" in ck.asm["ttgir"]
+    assert "wgmma.mma_async" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
