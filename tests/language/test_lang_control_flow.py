@@ -263,9 +263,16 @@ def _assert_kernel(x_ptr):
 
 
 def test_device_assert(device):
-    if device.is_gpu:
-        pytest.skip("a failed device assert leaves the GPU context unusable")
     _assert_kernel[(1,)](device.tensor(np.array([1, 2, 3, 4], np.int32)))  # passes
+    if device.is_gpu:  # a trapped kernel poisons the CUDA context: fail in a child process
+        from gpu_subprocess import run_failing_launch
+        proc = run_failing_launch("test_lang_control_flow", """
+            m._assert_kernel[(1,)](torch.tensor([1, -2, 3, 4], dtype=torch.int32, device="cuda"))
+        """)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0, output
+        assert "x must be positive" in output and "test_lang_control_flow.py" in output, output
+        return
     with pytest.raises((AssertionError, tilejit.TilejitError), match="x must be positive"):
         _assert_kernel[(1,)](device.tensor(np.array([1, -2, 3, 4], np.int32)))
 

@@ -65,12 +65,19 @@ def _sanitized_add_kernel(x_ptr, y_ptr, out_ptr):
 
 
 def test_add_sanitizes_integer_overflow_in_debug_mode(device):
-    if device.is_gpu:
-        pytest.skip("a failed device assert leaves the GPU context unusable")
     x = np.array([1, 2, 3, 2 ** 31 - 1], np.int32)
     out = device.zeros(4, np.int32)
     _sanitized_add_kernel[(1,)](device.tensor(x), device.tensor(np.array([1, 1, 1, 0], np.int32)), out)
     np.testing.assert_array_equal(device.numpy(out), x + np.array([1, 1, 1, 0], np.int32))
+    if device.is_gpu:  # a trapped kernel poisons the CUDA context: fail in a child process
+        from gpu_subprocess import run_failing_launch
+        proc = run_failing_launch("test_lang_names", """
+            x = torch.tensor([1, 2, 3, 2 ** 31 - 1], dtype=torch.int32, device="cuda")
+            m._sanitized_add_kernel[(1,)](x, torch.ones(4, dtype=torch.int32, device="cuda"), torch.empty_like(x))
+        """)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "int32 overflow detected" in output, output
+        return
     with pytest.raises((AssertionError, tilejit.TilejitError), match="int32 overflow detected"):
         _sanitized_add_kernel[(1,)](device.tensor(x), device.tensor(np.ones(4, np.int32)), out)
 

@@ -106,18 +106,37 @@ class NvidiaISA(TargetISA):
         res = call_intrinsic(builder, name, llir.LiteralStructType([I32] * count), [ptr_shared])
         return [builder.extract_value(res, i) for i in range(count)]
 
+    def assert_fail(self, builder: llir.IRBuilder, message: str, file: str, line: int, function: str) -> None:
+        """CUDA's `__assertfail` system call (what `assert()` in CUDA C calls): the driver prints
+        `file:line: function: block [..], thread [..] Assertion `message` failed.` and the launch
+        fails with "device-side assert triggered"; a trap follows in case it returns."""
+        generic = llir.PointerType()
+        strings = [self._global_string(builder, text, "assert_text") for text in (message, file, function)]
+        assertfail = builder.module.globals.get("__assertfail") or llir.Function(
+            builder.module, llir.FunctionType(llir.VoidType(), [generic, generic, I32, generic, llir.IntType(64)]),
+            "__assertfail")
+        builder.call(assertfail, [strings[0], strings[1], llir.Constant(I32, int(line or 0)), strings[2],
+                                  llir.Constant(llir.IntType(64), 1)])
+        self.trap(builder)
+
+    @staticmethod
+    def _global_string(builder: llir.IRBuilder, text: str, name: str):
+        """A NUL-terminated constant in global memory, as a generic pointer."""
+        module = builder.module
+        data = bytearray(text.encode("utf-8")) + b"\0"
+        arr_ty = llir.ArrayType(llir.IntType(8), len(data))
+        glob = llir.GlobalVariable(module, arr_ty, module.get_unique_name(name), addrspace=1)
+        glob.global_constant = True
+        glob.linkage = "internal"
+        glob.initializer = llir.Constant(arr_ty, data)
+        return builder.addrspacecast(glob, llir.PointerType())
+
     def printf(self, builder: llir.IRBuilder, fmt: str, args) -> None:
         """CUDA's device printf: `vprintf(format, packed arguments)`, the arguments laid out as a
         struct in a stack buffer (allocated in the entry block, so loops do not grow the stack)."""
         module = builder.module
-        data = bytearray(fmt.encode("utf-8")) + b"\0"
-        arr_ty = llir.ArrayType(llir.IntType(8), len(data))
-        glob = llir.GlobalVariable(module, arr_ty, module.get_unique_name("printf_format"), addrspace=1)
-        glob.global_constant = True
-        glob.linkage = "internal"
-        glob.initializer = llir.Constant(arr_ty, data)
         generic = llir.PointerType()
-        fmt_ptr = builder.addrspacecast(glob, generic)
+        fmt_ptr = self._global_string(builder, fmt, "printf_format")
         struct_ty = llir.LiteralStructType([a.type for a in args])
         entry = builder.function.entry_basic_block
         at_entry = llir.IRBuilder(entry)

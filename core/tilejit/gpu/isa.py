@@ -109,6 +109,10 @@ class TargetISA(abc.ABC):
     def trap(self, builder: llir.IRBuilder) -> None:
         call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])
 
+    def assert_fail(self, builder: llir.IRBuilder, message: str, file: str, line: int, function: str) -> None:
+        """A failed `tl.device_assert`: report where (when the target can print), then stop the kernel."""
+        self.trap(builder)
+
     # -- math ----------------------------------------------------------------------------------
     @abc.abstractmethod
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:

@@ -440,7 +440,8 @@ class TensorOps:
         ok = fn.append_basic_block("assert.ok")
         self.b.cbranch(all_true, ok, fail)
         self.b.position_at_end(fail)
-        self.isa.trap(self.b)
+        self.isa.assert_fail(self.b, str(op.attrs.get("message", "")), op.loc.file or "", op.loc.line,
+                             self.b.block.function.name)
         self.b.unreachable()
         self.b.position_at_end(ok)
 
