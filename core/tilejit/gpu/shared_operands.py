@@ -47,8 +47,8 @@ class IntArith:
 
 
 @dataclass(frozen=True)
-class SwizzledTile:
-    """A [d0, d1] tile of `elem_bytes`-byte elements stored along `inner` with an XOR swizzle."""
+class _Tile:
+    """A [d0, d1] tile of `elem_bytes`-byte elements whose contiguous dimension is `inner`."""
     shape: Tuple[int, int]
     inner: int
     elem_bytes: int = 2
@@ -60,6 +60,11 @@ class SwizzledTile:
     @property
     def rows(self) -> int:
         return self.shape[1 - self.inner]
+
+
+@dataclass(frozen=True)
+class SwizzledTile(_Tile):
+    """A [d0, d1] tile of `elem_bytes`-byte elements stored along `inner` with an XOR swizzle."""
 
     @property
     def vec(self) -> int:
@@ -203,7 +208,7 @@ ATOM_BYTES = 8 * SWIZZLE_BYTES
 
 
 @dataclass(frozen=True)
-class WgmmaTile:
+class WgmmaTile(_Tile):
     """A [d0, d1] 16-bit operand tile in the canonical 128B-swizzled layout that wgmma's matrix
     descriptors read (PTX ISA, "Shared Memory Matrix Layout"; CUTLASS's Swizzle<3,4,3>): the
     contiguous dim `inner` is cut into slabs of 64 elements (128 bytes); slab s holds every row,
@@ -211,17 +216,6 @@ class WgmmaTile:
     c ^ (r % 8). With the tile 1024-byte aligned, that is the XOR of address bits [4:6] with
     [7:9] that the hardware undoes, so a descriptor only names where a 64 x 8 (or 8 x 64) block
     starts, the stride between 8-row groups (SBO) and between slabs (LBO)."""
-    shape: Tuple[int, int]
-    inner: int
-    elem_bytes: int = 2
-
-    @property
-    def width(self) -> int:
-        return self.shape[self.inner]
-
-    @property
-    def rows(self) -> int:
-        return self.shape[1 - self.inner]
 
     @property
     def slab_elems(self) -> int:

@@ -200,17 +200,15 @@ class FunctionLowering(TensorOps):
     def _phis(self, values_per_result, types):
         return [[self.b.phi(v.type) for v in vals] for vals in values_per_result]
 
-    def lower_for(self, op: ir.Operation) -> None:
-        if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
-            return
-        lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
-        inits = [self.get(v) for v in op.operands[3:]]
-        body = op.regions[0].blocks[0]
+    def open_loop(self, prefix: str, lb, inits):
+        """Start a counted loop: header, body and exit blocks, the builder placed in the header
+        with the induction variable's phi and one phi per carried value (incoming from the block
+        before the loop). Returns (pre, header, body, exit, iv phi, carried phis per value)."""
         pre = self.b.block
         fn = pre.function
-        header = fn.append_basic_block("for.header")
-        body_bb = fn.append_basic_block("for.body")
-        exit_bb = fn.append_basic_block("for.exit")
+        header = fn.append_basic_block(f"{prefix}.header")
+        body_bb = fn.append_basic_block(f"{prefix}.body")
+        exit_bb = fn.append_basic_block(f"{prefix}.exit")
         self.b.branch(header)
         self.b.position_at_end(header)
         iv = self.b.phi(lb.type, name="iv")
@@ -221,6 +219,15 @@ class FunctionLowering(TensorOps):
             for p, v in zip(phis, vals):
                 p.add_incoming(v, pre)
             carried.append(phis)
+        return pre, header, body_bb, exit_bb, iv, carried
+
+    def lower_for(self, op: ir.Operation) -> None:
+        if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
+            return
+        lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
+        inits = [self.get(v) for v in op.operands[3:]]
+        body = op.regions[0].blocks[0]
+        pre, header, body_bb, exit_bb, iv, carried = self.open_loop("for", lb, inits)
         self.b.cbranch(self.b.icmp_signed("<", iv, ub), body_bb, exit_bb)
         self.b.position_at_end(body_bb)
         self.set(body.args[0], [iv])

@@ -333,21 +333,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         _issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub))
         look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
         iv = self.b.add(iv, step)
-    pre = self.b.block
-    fn = pre.function
-    header = fn.append_basic_block("pipe.header")
-    body_bb = fn.append_basic_block("pipe.body")
-    exit_bb = fn.append_basic_block("pipe.exit")
-    self.b.branch(header)
-    self.b.position_at_end(header)
-    iv_phi = self.b.phi(lb.type, name="iv")
-    iv_phi.add_incoming(lb, pre)
-    carried = []
-    for vals in inits:
-        phis = [self.b.phi(v.type) for v in vals]
-        for p, v in zip(phis, vals):
-            p.add_incoming(v, pre)
-        carried.append(phis)
+    pre, header, body_bb, exit_bb, iv_phi, carried = self.open_loop("pipe", lb, inits)
     look_phis = {}
     for k, vals in look.items():
         look_phis[k] = [self.b.phi(v.type) for v in vals]
