@@ -1,8 +1,8 @@
 """`tilejit.language` (import as `tl`): the Triton 3.x `triton.language` API.
 
 `standard.py` (functions written in `tl` itself), `math.py` and `random.py` are written alongside;
-they are imported when present, and what `standard.py` defines (e.g. `sum`, `softmax`) replaces the
-builtin fallbacks of `functions.py`.
+they are imported when present. The reductions, scans and `zeros`-style helpers live only in
+`standard.py`, written in `tl` as Triton writes them; `functions.py` holds the builtins.
 """
 from __future__ import annotations
 

@@ -13,17 +13,16 @@ from .core import (builtin, constexpr, tensor, dtype, block_type, pointer_type, 
 from .semantic_memory import _const_int_list
 
 __all__ = [
-    "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "cast", "load", "store",
-    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
-    "store_tensor_descriptor", "where", "maximum", "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn",
-    "umulhi", "dot", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
-    "atomic_xchg", "atomic_cas", "reduce", "associative_scan", "reshape", "view", "expand_dims",
-    "broadcast", "broadcast_to", "trans", "permute", "join", "split", "ravel", "cat", "interleave",
-    "gather", "histogram", "static_assert", "static_print", "device_print", "device_assert",
-    "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range", "static_range",
-    "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sum",
-    "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "cumsum", "cumprod", "PropagateNan",
-    "inline_asm_elementwise", "add", "sub", "mul", "map_elementwise", "async_task", "condition",
+    "program_id", "num_programs", "arange", "full", "cast", "load", "store", "make_block_ptr", "advance",
+    "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "where", "maximum",
+    "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi", "dot", "atomic_add", "atomic_max",
+    "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "reduce",
+    "associative_scan", "reshape", "view", "expand_dims", "broadcast", "broadcast_to", "trans", "permute",
+    "join", "split", "cat", "gather", "histogram", "static_assert", "static_print", "device_print",
+    "device_assert", "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range",
+    "static_range", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil",
+    "erf", "PropagateNan", "inline_asm_elementwise", "add", "sub", "mul", "map_elementwise", "async_task",
+    "condition",
 ]
 
 
@@ -69,17 +68,6 @@ def arange(start, end, _semantic=None):
 @builtin
 def full(shape, value, dtype, _semantic=None):
     return _semantic.full(_const_int_list(shape, "tl.full shape"), value, dtype)
-
-
-@builtin
-def zeros(shape, dtype, _semantic=None):
-    return _semantic.full(_const_int_list(shape, "tl.zeros shape"), 0, dtype)
-
-
-@builtin
-def zeros_like(input, _semantic=None):
-    input = _semantic.to_tensor(input)
-    return _semantic.full(list(input.type.shape) if input.type.is_block() else [], 0, input.type.scalar)
 
 
 @builtin
@@ -309,12 +297,6 @@ def view(input, *shape, _semantic=None):
 
 
 @builtin
-def ravel(x, can_reorder=False, _semantic=None):
-    x = _semantic.to_tensor(x)
-    return _semantic.reshape(x, [x.type.numel if x.type.is_block() else 1], bool(_unwrap_if_constexpr(can_reorder)))
-
-
-@builtin
 def expand_dims(input, axis, _semantic=None):
     axis = _unwrap_if_constexpr(axis)
     axes = [_axis_arg(a, "expand_dims") for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
@@ -368,15 +350,6 @@ def cat(input, other, can_reorder=False, _semantic=None):
 
 
 @builtin
-def interleave(a, b, _semantic=None):
-    c = _semantic.join(a, b)
-    if len(c.type.shape) == 1:
-        return c
-    shape = list(c.type.shape[:-2]) + [c.type.shape[-2] * 2]
-    return _semantic.reshape(c, shape)
-
-
-@builtin
 def gather(src, index, axis, _semantic=None):
     return _semantic.gather(src, index, axis)
 
@@ -423,118 +396,7 @@ def _pick_sum_dtype(in_dtype, dtype_):
     return None
 
 
-def _upcast_for_minmax(sem, x):
-    ty = x.type.scalar
-    if ty.primitive_bitwidth < 32:
-        return sem.cast(x, float32 if ty.is_floating() else int32)
-    return x
-
-
-@builtin
-def sum(input, axis=None, keep_dims=False, dtype=None, _semantic=None):
-    input = _semantic.to_tensor(input)
-    out = _pick_sum_dtype(input.type.scalar, dtype)
-    if out is not None:
-        input = _semantic.cast(input, out)
-    return _semantic.reduction(input, axis, lambda a: _semantic.add(a[0], a[1]), keep_dims)
-
-
-@builtin
-def xor_sum(input, axis=None, keep_dims=False, _semantic=None):
-    input = _semantic.to_tensor(input)
-    if not input.type.scalar.is_int():
-        raise TypeError(f"xor_sum only supports integers, got {input.type.scalar}")
-    return _semantic.reduction(input, axis, lambda a: _semantic.xor_(a[0], a[1]), keep_dims)
-
-
-@builtin
-def reduce_or(input, axis=None, keep_dims=False, _semantic=None):
-    input = _semantic.to_tensor(input)
-    if not input.type.scalar.is_int():
-        raise TypeError(f"reduce_or only supports integers, got {input.type.scalar}")
-    return _semantic.reduction(input, axis, lambda a: _semantic.or_(a[0], a[1]), keep_dims)
-
-
-def _argreduce_combine(sem, is_max: bool, tie_break_left: bool):
-    def combine(a):
-        v1, i1, v2, i2 = a
-        better = sem.greater_than(v1, v2) if is_max else sem.less_than(v1, v2)
-        if tie_break_left:
-            tie = sem.and_(sem.equal(v1, v2), sem.less_than(i1, i2))
-            better = sem.or_(better, tie)
-        if v1.type.scalar.is_floating():
-            # NaN wins (as in Triton): a NaN on the left is kept, a NaN on the right replaces.
-            left_nan, right_nan = sem.not_equal(v1, v1), sem.not_equal(v2, v2)
-            better = sem.or_(sem.and_(better, sem.not_(right_nan)), left_nan)
-        return sem.where(better, v1, v2), sem.where(better, i1, i2)
-    return combine
-
-
-def _reduce_with_indices(sem, input, axis, is_max, tie_break_left, keep_dims):
-    input = _upcast_for_minmax(sem, sem.to_tensor(input))
-    axis = _axis_arg(axis, "argmax/argmin/max/min")
-    if axis is None:
-        input = sem.reshape(input, [input.type.numel], can_reorder=True)
-        axis = 0
-    shape = list(input.type.shape)
-    axis = sem._normalize_axis(axis, len(shape))
-    index = sem.arange(0, shape[axis])
-    for _ in builtins_range(axis):
-        index = sem.expand_dims(index, 0)
-    for _ in builtins_range(len(shape) - axis - 1):
-        index = sem.expand_dims(index, len(index.type.shape))
-    index = sem.broadcast_to(index, shape)
-    return sem.reduction((input, index), axis, _argreduce_combine(sem, is_max, tie_break_left), keep_dims)
-
-
 builtins_range = _py.range
-
-
-@builtin
-def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,
-        _semantic=None):
-    if _unwrap_if_constexpr(return_indices):
-        return _reduce_with_indices(_semantic, input, axis, True,
-                                    _unwrap_if_constexpr(return_indices_tie_break_left), keep_dims)
-    input = _upcast_for_minmax(_semantic, _semantic.to_tensor(input))
-    return _semantic.reduction(input, axis, lambda a: _semantic.minmax(a[0], a[1], True), keep_dims)
-
-
-@builtin
-def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,
-        _semantic=None):
-    if _unwrap_if_constexpr(return_indices):
-        return _reduce_with_indices(_semantic, input, axis, False,
-                                    _unwrap_if_constexpr(return_indices_tie_break_left), keep_dims)
-    input = _upcast_for_minmax(_semantic, _semantic.to_tensor(input))
-    return _semantic.reduction(input, axis, lambda a: _semantic.minmax(a[0], a[1], False), keep_dims)
-
-
-@builtin
-def argmax(input, axis, tie_break_left=True, keep_dims=False, _semantic=None):
-    return _reduce_with_indices(_semantic, input, axis, True, _unwrap_if_constexpr(tie_break_left), keep_dims)[1]
-
-
-@builtin
-def argmin(input, axis, tie_break_left=True, keep_dims=False, _semantic=None):
-    return _reduce_with_indices(_semantic, input, axis, False, _unwrap_if_constexpr(tie_break_left), keep_dims)[1]
-
-
-@builtin
-def cumsum(input, axis=0, reverse=False, dtype=None, _semantic=None):
-    input = _semantic.to_tensor(input)
-    out = _pick_sum_dtype(input.type.scalar, dtype)
-    if out is not None:
-        input = _semantic.cast(input, out)
-    return _semantic.scan(input, axis, lambda a: _semantic.add(a[0], a[1]), reverse)
-
-
-@builtin
-def cumprod(input, axis=0, reverse=False, _semantic=None):
-    input = _semantic.to_tensor(input)
-    if input.type.scalar == bfloat16:
-        input = _semantic.cast(input, float32)
-    return _semantic.scan(input, axis, lambda a: _semantic.mul(a[0], a[1]), reverse)
 
 
 # -- compile-time and debug -------------------------------------------------------------------------------
