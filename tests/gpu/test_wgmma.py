@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import tilejit
+import tilejit.language as tl
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
 from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
@@ -98,8 +99,57 @@ def test_matmul_ptx_uses_wgmma(wgmma_matmul):
     assert "ldmatrix" not in ptx and "mma.sync" not in ptx
     # A: K-major (trans-a 0); B: N-major (trans-b 1)
     assert ", p, 1, 1, 0, 1;" in ptx
-    assert "fence.proxy.async.shared::cta" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
     assert ".shared .align 1024" in ptx
+    # cp.async-filled tiles need no proxy fence (it would also wait for the copies in flight)
+    assert "fence.proxy.async" not in ptx
+
+
+def _loop_text(ptx: str) -> str:
+    """The pipelined loop's body when its copies are issued last: from its cp.async wait to the last
+    cp.async commit."""
+    start = ptx.index("cp.async.wait_group")
+    return ptx[start:ptx.rindex("cp.async.commit_group")]
+
+
+def test_accumulating_dot_stays_in_flight_across_iterations(wgmma_matmul):
+    """acc = tl.dot(a, b, acc): the loop waits down to one wgmma group, refills the buffer the
+    previous iteration read only after that wait and a barrier, and the exit waits for the last."""
+    ptx = wgmma_matmul.asm["ptx"]
+    loop = _loop_text(ptx)
+    waited = loop.index("wgmma.wait_group.sync.aligned 1;")
+    assert "wgmma.wait_group.sync.aligned 0;" not in loop
+    after = loop[waited:]
+    assert after.index("bar.sync") < after.index("cp.async.cg.shared.global")
+    exit_wait = ptx.index("wgmma.wait_group.sync.aligned 0;", ptx.rindex("cp.async.commit_group"))
+    assert exit_wait < ptx.index("st.global", exit_wait)
+
+
+@tilejit.jit
+def _matmul_scaled_inside(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc) * 0.5   # the result is read in the iteration
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+def test_dot_read_inside_the_iteration_waits_for_its_group():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
+           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    src = ASTSource(_matmul_scaled_inside, sig, {"BM": 128, "BN": 128, "BK": 64}, {(i,): D16 for i in range(6)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8, "num_stages": 3})
+    ptx = ck.asm["ptx"]
+    start = ptx.index("cp.async.wait_group")
+    loop = ptx[start:ptx.index("cp.async.wait_group \t0;", start)]   # the loop and its exit
+    assert "wgmma.mma_async" in loop
+    assert "wgmma.wait_group.sync.aligned 0;" in loop and "wgmma.wait_group.sync.aligned 1;" not in loop
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")

@@ -78,7 +78,6 @@ def test_stream_handles():
     (dict(cubin=b""), "non-empty"),
     (dict(num_warps=0), "num_warps"),
     (dict(shared_bytes=-1), "shared memory"),
-    (dict(entry_points="fast"), "entry_points"),
 ])
 def test_launcher_rejects_bad_construction(kwargs, message):
     arguments = dict(cubin=b"\x7fELF", kernel_name="k", signature=["i32"], num_warps=4)

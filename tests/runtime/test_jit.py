@@ -146,6 +146,24 @@ def test_second_launch_reuses_the_compiled_kernel(fake):
     assert fake.make_ir_calls == 3
 
 
+def test_torch_tensors_keyed_inline_still_specialize_by_dtype_and_alignment(fake):
+    """The launch path keys torch tensors by (raw dtype, aligned, device): each distinct full key must
+    still get its own compilation, and equal ones must share it."""
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(64, dtype=torch.float32)
+    half = torch.zeros(64, dtype=torch.float16)
+    calls = [(x, x, x), (x, x, x), (x[1:], x, x), (x, half, x), (x[1:], x, x), (x[4:], x, x), (x, half, x)]
+    kernels = [add_kernel[(1,)](*tensors, 64, BLOCK=16) for tensors in calls]
+    signatures = [(k.metadata["signature"]["x_ptr"], k.metadata["signature"]["y_ptr"],
+                   "((0,)" in k.asm["ttir"]) for k in kernels]
+    assert signatures == [("*fp32", "*fp32", True), ("*fp32", "*fp32", True), ("*fp32", "*fp32", False),
+                          ("*fp32", "*fp16", True), ("*fp32", "*fp32", False), ("*fp32", "*fp32", True),
+                          ("*fp32", "*fp16", True)]
+    assert kernels[0] is kernels[1] is kernels[5] and kernels[2] is kernels[4] and kernels[3] is kernels[6]
+    assert fake.make_ir_calls == 3
+    assert [launch[2][0].data_ptr() for launch in fake.launches] == [t[0].data_ptr() for t in calls]
+
+
 def test_grid_callable_gets_the_bound_meta(fake):
     x = np.zeros(64, np.float32)
     seen = {}

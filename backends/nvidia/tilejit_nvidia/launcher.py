@@ -16,25 +16,21 @@ import sys
 import threading
 
 from tilejit.backends import Launcher
+from tilejit.backends.base import normalize_grid
 from tilejit.errors import OutOfResources
 
 from .arg_packing import ArgPacker
-from .cuda_calls import CudaCallError, RawEntryPoints, check, cuda_driver
+from .cuda_calls import CudaCallError, check, cuda_driver
 from .driver import CudaDriver, get_driver
 
 # Above this much dynamic shared memory a kernel must opt in with
 # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
 
-_ENTRY_POINTS: dict[str, RawEntryPoints] = {}
-_ENTRY_POINTS_LOCK = threading.Lock()
 
-
-def _entry_points(prefer: str) -> RawEntryPoints:
-    with _ENTRY_POINTS_LOCK:
-        if prefer not in _ENTRY_POINTS:
-            _ENTRY_POINTS[prefer] = RawEntryPoints(prefer)
-        return _ENTRY_POINTS[prefer]
+def current_context() -> int:
+    """Handle of the calling thread's current CUDA context (0 when none)."""
+    return int(check(cuda_driver().cuCtxGetCurrent(), "cuCtxGetCurrent"))
 
 
 def stream_handle(stream) -> int:
@@ -94,13 +90,12 @@ class CudaLauncher(Launcher):
     """Runs one kernel of a cubin: `launcher.launch((gx, gy, gz), args, stream=None)`.
 
     `signature`: the runtime parameters' type strings (`["*fp32", "i32"]`) or a `{name: type}`
-    dict. `entry_points`: "bindings" (default: the cuda-bindings wrappers, measured fastest) or
-    "ctypes" (raw driver function pointers), kept selectable to measure one against the other.
+    dict. Calling the launcher is `launch`: it takes any grid form, normalising only what is not
+    already three ints (the JIT always passes three ints).
     """
 
     def __init__(self, cubin: bytes, kernel_name: str, signature, num_warps: int, shared_bytes: int = 0, *,
-                 param_names=None, constants=None, compiled_kernel=None, driver: CudaDriver | None = None,
-                 entry_points: str = "bindings"):
+                 param_names=None, constants=None, compiled_kernel=None, driver: CudaDriver | None = None):
         super().__init__(compiled_kernel)
         if not isinstance(cubin, (bytes, bytearray)) or not cubin:
             raise ValueError(f"kernel '{kernel_name}': the cubin must be non-empty bytes")
@@ -108,21 +103,17 @@ class CudaLauncher(Launcher):
             raise ValueError(f"kernel '{kernel_name}': num_warps must be a positive int, got {num_warps!r}")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, int) or shared_bytes < 0:
             raise ValueError(f"kernel '{kernel_name}': shared memory must be a non-negative int, got {shared_bytes!r}")
-        if entry_points not in ("ctypes", "bindings"):
-            raise ValueError(f"entry_points must be 'ctypes' or 'bindings', got {entry_points!r}")
         types, names = runtime_signature(signature, constants)
         self.cubin = bytes(cubin)
         self.name = kernel_name
         self.num_warps = num_warps
         self.shared_bytes = shared_bytes
         self.block_x = 32 * num_warps
-        self.entry_points = entry_points
         self._types, self._names = types, param_names or names
         self._packer = ArgPacker(types, self._names)   # checks the signature now, not at first launch
         self._local = threading.local()
         self._driver = driver or get_driver()
-        self._raw: RawEntryPoints | None = None
-        self._functions: dict[int, tuple] = {}  # context handle -> (launch callable, function handle)
+        self._functions: dict[int, object] = {}  # context handle -> CUfunction
         self._modules: dict[int, object] = {}
         self._load_lock = threading.Lock()
         self.n_regs: int | None = None
@@ -142,16 +133,12 @@ class CudaLauncher(Launcher):
         return self.name
 
     # ---- the hot path ---------------------------------------------------------------------------
-    def __call__(self, grid, args, stream=None):
-        # `CompiledKernel.run` (and so every JIT launch) passes a grid the JIT already normalised to
-        # three ints: `launch` checks those itself, so the base class's normalisation is skipped.
-        if type(grid) is tuple and len(grid) == 3 and type(grid[0]) is int and type(grid[1]) is int \
-                and type(grid[2]) is int:
-            return self.launch(grid, args, stream)
-        return super().__call__(grid, args, stream)
-
     def launch(self, grid, args, stream=None):
+        if type(grid) is not tuple or len(grid) != 3:
+            grid = normalize_grid(grid)
         gx, gy, gz = grid
+        if type(gx) is not int or type(gy) is not int or type(gz) is not int:
+            gx, gy, gz = normalize_grid(grid)
         if gx <= 0 or gy <= 0 or gz <= 0:
             if gx < 0 or gy < 0 or gz < 0:
                 raise ValueError(f"kernel '{self.name}': grid dimensions must not be negative, got {tuple(grid)}")
@@ -165,24 +152,27 @@ class CudaLauncher(Launcher):
         else:
             if stream is None:
                 stream = self._driver.get_current_stream()
-            raw = self._raw or self._bind_entry_points()
-            key = ("context", raw.current_context())
+            key = ("context", current_context())
         if type(stream) is not int:
             stream = stream_handle(stream)
         entry = state.entries.get(key)
         if entry is None:
             entry = self._prepare(state, key)
-        launch, function, pack, params = entry
+        launch, function, pack, params, success = entry
         try:
             pack(*args)
         except Exception:  # noqa: BLE001 - re-raised as the TypeError/ValueError naming the parameter
             raise state.packer.explain_failure(tuple(args), self.name) from None
-        code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, params, None)
-        if code:
+        code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, params, 0)[0]
+        # The bindings hand back their cached CUDA_SUCCESS member: an identity test is the cheap check.
+        if code is not success and int(code) != 0:
             raise CudaCallError("cuLaunchKernel", code, self.name)
         return None
 
+    __call__ = launch  # one Python frame per launch: `launch` normalises grids itself
+
     def _new_thread_state(self) -> _ThreadState:
+        self._driver.require_active()  # cuInit must have run before the first cuCtxGetCurrent
         state = _ThreadState(ArgPacker(self._types, self._names))
         self._local.state = state
         return state
@@ -194,25 +184,20 @@ class CudaLauncher(Launcher):
             state.torch_calls = _torch_fast_calls(self._driver)
             if state.torch_calls is not None:
                 key = state.torch_calls[0]()
-        raw = self._raw or self._bind_entry_points()
-        launch, function = self._functions.get(raw.current_context()) or self._load_for_current_context()
-        entry = (launch, function, state.packer.pack, state.packer.params_address)
+        function = self._functions.get(current_context()) or self._load_for_current_context()
+        driver = cuda_driver()
+        entry = (driver.cuLaunchKernel, function, state.packer.pack, state.packer.params_address,
+                 driver.CUresult.CUDA_SUCCESS)
         state.entries[key] = entry
         return entry
 
     # ---- the first launch in a context -----------------------------------------------------------
-    def _bind_entry_points(self) -> RawEntryPoints:
-        self._driver.require_active()  # cuInit must have run before cuGetProcAddress
-        self._raw = _entry_points(self.entry_points)
-        return self._raw
-
-    def _load_for_current_context(self) -> tuple:
+    def _load_for_current_context(self):
         with self._load_lock:
-            raw = self._raw
-            context = raw.current_context()
+            context = current_context()
             if context == 0:
                 self._driver.activate()  # no context on this thread yet: the device's primary one
-                context = raw.current_context()
+                context = current_context()
             if context in self._functions:
                 return self._functions[context]
             driver = cuda_driver()
@@ -225,8 +210,8 @@ class CudaLauncher(Launcher):
                 driver.cuModuleUnload(module)
                 raise
             self._modules[context] = module
-            self._functions[context] = raw.launch_entry(function)
-            return self._functions[context]
+            self._functions[context] = function
+            return function
 
     def _function_attribute(self, driver, function, name: str) -> int:
         attribute = getattr(driver.CUfunction_attribute, name)

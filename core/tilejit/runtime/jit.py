@@ -25,7 +25,7 @@ import weakref
 
 from tilejit import compiler
 from tilejit.errors import CompilationError
-from tilejit.runtime.args import _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
+from tilejit.runtime.args import _read_data_ptr, _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
 from tilejit.config import knobs as _knobs_object
 
 _explicit_target_cache: list = []
@@ -152,10 +152,17 @@ def _scalar_key(value, name, specialize):
 
 
 class _NotYetSeen:
-    """Stands for `numpy.ndarray` until the first array is keyed (this module does not import NumPy)."""
+    """Stands for `numpy.ndarray` (or `torch.Tensor`) until the first one is keyed: this module
+    imports neither library."""
 
 
 _ndarray_type = _NotYetSeen
+
+
+class _LaunchTypes:
+    """Types the generated launch binders test inline. `tensor` becomes `torch.Tensor` once the first
+    torch tensor is keyed; the binders read it on every launch (one attribute load)."""
+    tensor = _NotYetSeen
 
 
 def _arg_key(value, name, specialize, align):
@@ -189,6 +196,8 @@ def _arg_key(value, name, specialize, align):
     if reader is _read_numpy:
         _ndarray_type = kind
         return _numpy_key(value, name, align)
+    if reader is _read_data_ptr and kind.__name__ == "Tensor" and kind.__module__ == "torch":
+        _LaunchTypes.tensor = kind
     type_string, address = reader(value, name)
     return (type_string, align and address % _DIVISIBILITY == 0, getattr(value, "device", None))
 
@@ -214,9 +223,12 @@ def _grid3(grid):
 
 
 _selection_env = _knobs_object.selection_env
+_hooks_state = compiler._launch_hooks_state
+_NO_HOOKS = compiler._NO_HOOKS
+_CompiledKernel = compiler.CompiledKernel
 
 
-def _make_specializer(kernel_name: str, params: list):
+def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
     """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
     arguments and computes its specialization key in one expression per parameter:
 
@@ -225,7 +237,12 @@ def _make_specializer(kernel_name: str, params: list):
 
     Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
     needs no loop and no per-parameter plan lookups. The common int (an i32 other than 1) is keyed
-    inline; everything else goes through `_arg_key`."""
+    inline; everything else goes through `_arg_key`.
+
+    With `launch_key`, a torch tensor is keyed inline too, by what its full entry is a function of:
+    `(dtype, 16-byte aligned, device)` with the dtype object unconverted. That key only finds the
+    launch-cache entry; a miss computes the full key (the one compilation uses) with the other binder.
+    A raw dtype never equals a type string, so the two forms cannot collide in the launch cache."""
     defaults = {p.name: p.default for p in params if p.has_default}
     pieces = [f"{p.name}=_tj_defaults[{p.name!r}]" if p.has_default else p.name for p in params]
     keys = []
@@ -237,15 +254,21 @@ def _make_specializer(kernel_name: str, params: list):
             keys.append(f"_tj_key({n}, {n!r}, False, False)")
         else:
             align = not p.do_not_specialize_on_alignment
+            full = f"_tj_key({n}, {n!r}, True, {align})"
+            if launch_key:
+                aligned = f"not {n}.data_ptr() & 15" if align else "False"
+                full = (f"(({n}.dtype, {aligned}, {n}.device) if _tj_type({n}) is _tj_launch_types.tensor "
+                        f"else {full})")
             keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if _tj_type({n}) is int and "
-                        f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else _tj_key({n}, {n!r}, True, {align}))")
+                        f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else {full})")
     options_name = "_tilejit_options"
     source = (f"def {kernel_name}({', '.join(pieces + ['**' + options_name])}):\n"
               f"    return ({''.join(p.name + ', ' for p in params)}), {options_name}, "
               f"({''.join(k + ', ' for k in keys)})\n")
     namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
-                 "_tj_i32_divisible": _I32_DIVISIBLE}
-    exec(compile(source, f"<tilejit binder of {kernel_name}>", "exec"), namespace)  # noqa: S102
+                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes}
+    label = "launch binder" if launch_key else "binder"
+    exec(compile(source, f"<tilejit {label} of {kernel_name}>", "exec"), namespace)  # noqa: S102
     return namespace[kernel_name]
 
 
@@ -366,9 +389,11 @@ class JITFunction(KernelInterface):
                        for i, p in enumerate(signature.parameters.values())]
         self.constexpr_indices = tuple(p.num for p in self.params if p.is_constexpr)
         self._specializer = _make_specializer(self.__name__, self.params)
+        self._launch_binder = _make_specializer(self.__name__, self.params, launch_key=True)
         self.cache: dict = {}  # target -> {(key, options, target) -> (CompiledKernel, runtime picker)}
-        # The launch path's one look-up: (key, options, selection knobs, scoped target) -> the entry
-        # of `cache`. The target depends only on those (the key holds every tensor's type and device).
+        # The launch path's one look-up: (launch key, options, selection knobs, scoped target) -> the
+        # entry of `cache`. The target depends only on those (the key holds every tensor's type and
+        # device). Launch keys key torch tensors by raw dtype (see `_make_specializer`).
         self._launch_cache: dict = {}
         self._cache_key = None
         self._option_names: dict = {}  # target -> frozenset of accepted option keys
@@ -538,9 +563,9 @@ class JITFunction(KernelInterface):
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
         try:
-            bound, options, spec_key = self._specializer(*args, **kwargs)
+            bound, options, launch_key = self._launch_binder(*args, **kwargs)
         except TypeError:
-            bound, options, spec_key = self._bind(args, kwargs)  # raises, naming the kernel
+            bound, options, launch_key = self._bind(args, kwargs)  # raises, naming the kernel
         stream = None
         if options:
             stream = options.pop("stream", None)
@@ -550,14 +575,14 @@ class JITFunction(KernelInterface):
             options["debug"] = self.debug
         options_key = tuple(sorted(options.items())) if options else ()
         scope = explicit_target if explicit_target is not None else _explicit_target_var().get()
-        launch_key = (spec_key, options_key, _selection_env(), scope)
+        launch_key = (launch_key, options_key, _selection_env(), scope)
         try:
             entry = self._launch_cache.get(launch_key)
         except TypeError as exc:  # an unhashable constexpr value (or a tensor given to a constexpr)
             self._check_constexpr_values(bound)
             raise TypeError(f"kernel '{self.__name__}': constexpr arguments must be hashable: {exc}") from None
         if entry is None:
-            entry = self._miss(bound, spec_key, options, options_key, explicit_target, launch_key)
+            entry = self._miss(args, kwargs, options, options_key, explicit_target, launch_key)
         kernel, picker = entry
         if warmup:
             return kernel
@@ -569,12 +594,21 @@ class JITFunction(KernelInterface):
         grid3 = _grid3(grid)
         if grid3 is None:
             grid3 = compiler.normalize_grid(grid, self.__name__)
-        kernel.run(grid3, bound if picker is None else picker(bound), stream)
+        runtime_args = bound if picker is None else picker(bound)
+        launcher = kernel._launcher
+        # `CompiledKernel.run` without its frame when no launch hook is set (the condition it tests).
+        if launcher is not None and _hooks_state and _hooks_state[0] is _NO_HOOKS \
+                and _CompiledKernel.launch_enter_hook is None and _CompiledKernel.launch_exit_hook is None:
+            launcher(grid3, runtime_args, stream)
+        else:
+            kernel.run(grid3, runtime_args, stream)
         return kernel
 
-    def _miss(self, bound, spec_key, options, options_key, explicit_target, launch_key):
-        """First launch with this launch key: choose the target, compile (or find the specialization
-        compiled for an equal key under another scope), and remember the entry for the launch path."""
+    def _miss(self, args, kwargs, options, options_key, explicit_target, launch_key):
+        """First launch with this launch key: compute the full specialization key, choose the target,
+        compile (or find the specialization compiled for an equal key under another launch key or
+        scope), and remember the entry for the launch path."""
+        bound, _, spec_key = self._bind(args, kwargs)
         self._check_constexpr_values(bound)
         target = self._target_for(bound, explicit_target)
         entry = self._compile(bound, spec_key, options, target, (spec_key, options_key, target))

@@ -47,6 +47,7 @@ class FunctionLowering(TensorOps):
         # mma.sync operands in shared memory that the dot reads k-step by k-step (shared_dot.py)
         self.lazy_operands: Dict[int, object] = {}
         self.wgmma_operands: Dict[int, object] = {}   # dot operands left in shared memory (llvm/wgmma.py)
+        self.wgmma_in_flight: set = set()   # ids of wgmma dots that wait down to one group (shared_dot.py)
         self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0

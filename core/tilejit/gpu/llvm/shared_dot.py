@@ -9,8 +9,15 @@
   i+S-1 from the *lookahead* address values (the loads' address slice lowered S-1 iterations ahead),
   then reads its buffer with `ldmatrix` and runs the rest of the body. When both operands of a
   version-3 (wgmma) dot are pipelined, their buffers are `WgmmaTile`s (1024-byte aligned, 128B
-  swizzle), a `fence.proxy.async` follows the wait, and the dot reads them through descriptors
-  (`wgmma.py`) instead of ldmatrix.
+  swizzle) and the dot reads them through descriptors (`wgmma.py`) instead of ldmatrix.
+
+  A wgmma dot that only accumulates into a loop-carried value (`acc = tl.dot(a, b, acc)`) stays in
+  flight across the back edge, as in Triton: its group is waited down to one (`wgmma.wait_group 1`,
+  so the previous iteration's group is done), and the copies of iteration i+S-1, which overwrite the
+  buffer iteration i-1 read, start only after that wait and a barrier (every warpgroup is past it).
+  The loop's exit waits for the last group. No `fence.proxy.async` is put between cp.async and
+  wgmma: Triton's fence insertion fences only register-to-shared stores before an async-proxy read,
+  and the fence (MEMBAR.ALL.CTA in SASS) would also wait for the copies still in flight.
 """
 from __future__ import annotations
 
@@ -254,6 +261,24 @@ def _wgmma_converts(self, pipe):
     return chosen
 
 
+def _async_wgmma_dots(body, wgmma_converts) -> dict:
+    """{id(dot): carried index} of the wgmma dots that may stay in flight across iterations: both
+    operands read from pipelined wgmma tiles, the accumulator is the carried value k, and the
+    result's only use is the yield that carries it to k again."""
+    yield_op = body.ops[-1]
+    found = {}
+    for op in body.ops:
+        if op.name != "tt.dot" or any(id(v.owner) not in wgmma_converts for v in op.operands[:2]):
+            continue
+        uses = op.results[0].uses
+        if len(uses) != 1 or uses[0][0] is not yield_op:
+            continue
+        k = uses[0][1]
+        if op.operands[2] is body.args[k + 1]:
+            found[id(op)] = k
+    return found
+
+
 def _issue_copies(self, pipe, buffers, stage, valid):
     """Lower the address slice (bound to the iteration to fetch) and start the cp.async of each
     pipelined load into its buffer of `stage`; one commit group per iteration."""
@@ -347,13 +372,18 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     self.b.position_at_end(body_bb)
     self.isa.async_wait(self.b, S - 2)   # this iteration's tiles have landed (for this thread) ...
-    if wgmma:   # ... and are visible to wgmma's reads (the async proxy), which cp.async's are not
-        self.isa.fence_async_shared(self.b)
     self.isa.barrier(self.b)             # ... for every thread; the oldest buffer is free again
     ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
-    bind(ahead, look_phis)
-    _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub))
-    next_look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+    in_flight = _async_wgmma_dots(body, wgmma) if wgmma else {}
+
+    def copies_ahead():
+        bind(ahead, look_phis)
+        _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub))
+        return {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+
+    if not in_flight:
+        next_look = copies_ahead()
+    self.wgmma_in_flight = set(in_flight)
     bind(iv_phi, {k: carried[k] for k in range(len(carried))})
     a = LLVMArith(self.b)
     for inner in body.ops[:-1]:
@@ -374,7 +404,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
                 self.set(result, operand.all_values())
             continue
         self.lower_op(inner)
+    self.wgmma_in_flight = set()
     yielded = [carried[k] if k in pipe.dead_carries else self.get(v) for k, v in enumerate(body.ops[-1].operands)]
+    if in_flight:
+        # Every warpgroup has waited for its previous group: the buffer it read may be refilled.
+        self.isa.barrier(self.b)
+        next_look = copies_ahead()
     next_read, next_write = _next_stage(self, read_stage, S), _next_stage(self, write_stage, S)
     latch = self.b.block
     iv_phi.add_incoming(self.b.add(iv_phi, step), latch)
@@ -389,10 +424,15 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.b.branch(header)
 
     self.b.position_at_end(exit_bb)
+    results = [list(phis) for phis in carried]
+    if in_flight:
+        from .wgmma import wait_for_wgmma
+        for k in sorted(set(in_flight.values())):
+            results[k] = wait_for_wgmma(self, results[k], 0)
     self.isa.async_wait(self.b, 0)   # no copy may land in memory that scratch users reuse
     self.isa.barrier(self.b)
     self.scratch_offset = region_start
-    for r, phis in zip(op.results, carried):
-        self.set(r, phis)
+    for r, vals in zip(op.results, results):
+        self.set(r, vals)
     return True
 

@@ -7,6 +7,9 @@ descriptors (start address, LBO/SBO, swizzle mode) of the block of its 64 rows a
 
     wgmma.fence; wgmma.mma_async x K/16; wgmma.commit_group; wgmma.wait_group 0
 
+or `wgmma.wait_group 1` for a dot the pipelined loop keeps in flight (`shared_dot`): its results
+are then complete only after the next iteration's wait, or the loop exit's `wait_for_wgmma(.., 0)`.
+
 The accumulator lives in the registers of the version-3 layout (`layouts.NvidiaMmaEncoding`), in
 the order of the PTX ISA's D fragment: d[4j + {0,1,2,3}] = (r, 8j+c), (r, 8j+c+1), (r+8, 8j+c),
 (r+8, 8j+c+1) with r = 16 * warp-in-group + lane / 4, c = 2 * (lane % 4).
@@ -98,10 +101,19 @@ def lower_wgmma_dot(self, op, a_op: WgmmaOperand, b_op: WgmmaOperand) -> None:
         res = _asm(self.b, ret, text, constraints, [desc_a, desc_b] + acc + [scale_d])
         acc = [self.b.extract_value(res, i) for i in range(n)]
     _asm(self.b, void, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
-    # The accumulators pass through the wait, so nothing reads them before the wgmmas are done.
-    waited = _asm(self.b, ret, "wgmma.wait_group.sync.aligned 0;",
-                  ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"]), acc)
+    pending = 1 if id(op) in self.wgmma_in_flight else 0
+    waited = wait_for_wgmma(self, acc, pending)
     out = list(c_vals)
     for i, r in enumerate(order):
-        out[r] = self.b.extract_value(waited, i)
+        out[r] = waited[i]
     self.set(op.result, out)
+
+
+def wait_for_wgmma(self, values, pending: int) -> list:
+    """`wgmma.wait_group pending` with `values` (f32 accumulators) passed through it, so that nothing
+    reads them before the wait; returns the values to use after it."""
+    n = len(values)
+    ret = llir.LiteralStructType([F32] * n)
+    waited = _asm(self.b, ret, f"wgmma.wait_group.sync.aligned {pending};",
+                  ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"]), values)
+    return [self.b.extract_value(waited, i) for i in range(n)]
