@@ -78,6 +78,13 @@ class NvidiaISA(TargetISA):
         return call_intrinsic(builder, "llvm.nvvm.shfl.sync.bfly.i32", I32,
                               [full, value_i32, llir.Constant(I32, lane_mask), llir.Constant(I32, 0x1F)])
 
+    def warp_uniform(self, builder, value):
+        # ptxas cannot tell that tid / 32 is warp-uniform; lane 0's copy through shfl.sync.idx is, so
+        # what derives from it (wgmma descriptors, shared addresses) can live in uniform registers
+        # instead of being moved there with R2UR before every wgmma.
+        return call_intrinsic(builder, "llvm.nvvm.shfl.sync.idx.i32", I32,
+                              [llir.Constant(I32, -1), value, llir.Constant(I32, 0), llir.Constant(I32, 0x1F)])
+
     # -- sm_80+: cp.async and ldmatrix (the pipelined mma.sync operands) --------------------------
     @property
     def supports_async_copy(self) -> bool:

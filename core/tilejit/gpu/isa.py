@@ -81,6 +81,11 @@ class TargetISA(abc.ABC):
         """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
 
     # -- asynchronous copies and matrix loads (optional; NVIDIA sm_80+) --------------------------
+    def warp_uniform(self, builder: llir.IRBuilder, value):
+        """`value`, known by the compiler to be the same in every lane of a warp (the warp index):
+        targets that can say so return it through an op the assembler sees as warp-uniform."""
+        return value
+
     @property
     def supports_async_copy(self) -> bool:
         """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""

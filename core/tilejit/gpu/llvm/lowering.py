@@ -71,7 +71,7 @@ class FunctionLowering(TensorOps):
         tid = self.isa.thread_id_x(self.b)
         ws_bits = self.warp_size.bit_length() - 1
         self.lane = self.b.and_(tid, llir.Constant(I32, self.warp_size - 1), name="lane")
-        self.warp = self.b.lshr(tid, llir.Constant(I32, ws_bits), name="warp")
+        self.warp = self.isa.warp_uniform(self.b, self.b.lshr(tid, llir.Constant(I32, ws_bits), name="warp"))
         self.lower_block(entry)
         if not self.b.block.is_terminated:
             self.b.ret_void()
