@@ -1,6 +1,7 @@
 """tritongpu-pipeline / hoist-conversions on TTGIR, and the cp.async + ldmatrix code they lead to
 (compiled to PTX for sm_80/sm_90 on any machine)."""
 import os
+import re
 import sys
 
 import pytest
@@ -104,3 +105,10 @@ def test_attention_chains_dots_with_warps_along_m_and_hoists_q():
     inside = [op for op in body.ops if op.name == "ttg.convert_layout" and "opIdx = 0" in str(op.results[0].type)]
     assert all(op.operands[0].owner.parent is body for op in inside)
     assert loop_pipeline(loop) is not None   # V is pipelined
+    # sm_90: both dots on wgmma, two m64 blocks per warpgroup (BLOCK_M = 128, 4 warps) and four k-steps
+    # each; A (Q, then P) from registers, K and V through descriptors of their pipelined tiles.
+    assert "versionMajor = 3" in ttgir and "versionMajor = 2" not in ttgir
+    ptx = ck.asm["ptx"]
+    wgmmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(wgmmas) == 16 and "mma.sync" not in ptx
+    assert all(re.search(r"\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, [01];", line) for line in wgmmas)

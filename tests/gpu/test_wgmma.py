@@ -1,6 +1,7 @@
 """wgmma on sm_90: the version-3 accumulator layout, the 128B-swizzled operand tiles against the
 canonical layouts the matrix descriptors name, and the PTX of a pipelined matmul."""
 import itertools
+import re
 import os
 import shutil
 import subprocess
@@ -170,14 +171,17 @@ def test_bf16_and_smaller_tiles():
     assert ck.asm["ptx"].count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 4
 
 
-def test_shapes_wgmma_does_not_take_keep_mma_sync():
+def test_shapes_wgmma_does_not_take_keep_mma_sync_and_a_register_a_takes_wgmma():
     # BM = 32 with 4 warps: not one m64 block per warpgroup
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
     src = ASTSource(_matmul, sig, {"BM": 32, "BN": 64, "BK": 32, "OTHER": 0.0}, {(i,): D16 for i in range(6)})
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 3})
     assert "wgmma" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
-    # A with `other` = 1 stays a register load: mma.sync on the version-3 layout
+    # A with `other` = 1 cannot be zero-filled by cp.async: it stays a register load, and wgmma
+    # reads it from registers (four .b32 of the A fragment) while B comes through its descriptor
     ck = _compile(arch=90, other=1.0)
     assert "versionMajor = 3" in ck.asm["ttgir"]
-    assert "wgmma.mma_async" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
+    ptx = ck.asm["ptx"]
+    assert ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in ptx
+    assert re.search(r"wgmma\.mma_async[^\n]*\}, \{\$?%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", ptx)

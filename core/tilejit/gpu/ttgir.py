@@ -9,7 +9,7 @@ The passes, in order (each has a `name`, so a dump says which did what):
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
    runs along dim 1); the widest access of each rank also gives the default layout of that rank.
 2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v3 (wgmma
-   m64nNk16, `_wgmma_fits`) on sm_90 for a loop's dot of two loaded operands with one m64 block per
+   m64nNk16, `_wgmma_fits`) on sm_90 for a loop's dot whose B is loaded there, m64 blocks per
    warpgroup, else MMA v2 (mma.sync m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA
    dot); loop-carried accumulators
    keep that layout across iterations.
@@ -191,7 +191,9 @@ class LayoutAssignment:
                 enc = amd
             elif use_mma:
                 warps = self._chained_dot_warps(op, M, N)
-                if warps is None and self._wgmma_fits(op, M, N):
+                # wgmma's warps are all along M: a chained dot (attention) takes it when its partner
+                # asked for that arrangement too, so P stays in registers between the two dots.
+                if warps in (None, (self.cfg.num_warps, 1)) and self._wgmma_fits(op, M, N):
                     enc = NvidiaMmaEncoding(3, 0, (self.cfg.num_warps, 1), (16, N, 16))
                 else:
                     if warps is None:
@@ -203,18 +205,20 @@ class LayoutAssignment:
             self._fix_accumulator(op.operands[2], enc)
 
     def _wgmma_fits(self, dot: ir.Operation, M: int, N: int) -> bool:
-        """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one m64nNk16 row block
-        (M = 16 * num_warps, 16 <= N <= 256 a power of two) and both operands loaded in the loop
-        body of the dot, so that the pipeline can leave them in shared memory for the descriptors
-        (when it does not after all, the lowering runs mma.sync on the same layouts)."""
+        """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one or more m64nNk16 row blocks
+        (M a multiple of 16 * num_warps, 16 <= N <= 256 a power of two) and B loaded in the loop body
+        of the dot, so that the pipeline can leave it in shared memory for the descriptor. A is read
+        through a descriptor too when it is loaded there, else from registers (the mma.sync A
+        fragment, which wgmma takes as is). When the pipeline does not leave B in shared memory
+        after all, the lowering runs mma.sync on the same layouts."""
         warps = self.cfg.num_warps
-        if self.cfg.mma_version < 3 or warps % 4 or M != 16 * warps or not 16 <= N <= 256 or N & (N - 1):
+        if self.cfg.mma_version < 3 or warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
             return False
         loop = dot.parent.parent_op if dot.parent is not None else None
         if loop is None or loop.name != "scf.for":
             return False
-        return all(isinstance(v.owner, ir.Operation) and v.owner.name == "tt.load" and v.owner.parent is dot.parent
-                   for v in dot.operands[:2])
+        b = dot.operands[1]
+        return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is dot.parent
 
     def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
         """As Triton: a dot connected to another dot of the same block (attention's QK^T feeding PV)

@@ -23,10 +23,10 @@ def lower_dot(self, op):
         return lower_amd_dot(self, op)
     if isinstance(enc, NvidiaMmaEncoding):
         shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
-        if enc.version_major == 3 and None not in shared:
+        if enc.version_major == 3 and shared[1] is not None:
             from .wgmma import lower_wgmma_dot
-            return lower_wgmma_dot(self, op, *shared)
-        # mma.sync; version 3 without shared operands too (its layouts are mma.sync's, by coordinates)
+            return lower_wgmma_dot(self, op, *shared)   # A from registers when shared[0] is None
+        # mma.sync; version 3 without B in shared memory too (its layouts are mma.sync's, by coordinates)
         return _lower_mma(self, op)
     return _lower_fma(self, op)
 

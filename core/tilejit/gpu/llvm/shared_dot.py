@@ -242,22 +242,32 @@ class _Buffer:
 
 
 def _wgmma_converts(self, pipe):
-    """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory:
-    both of its operands are pipelined, feed only dots, and fit the 128B-swizzled tile."""
+    """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory
+    through descriptors: B when it is pipelined, feeds only dots and fits the 128B-swizzled tile;
+    A too when the same holds for it (else the dot reads A from registers)."""
     from ..layouts import NvidiaMmaEncoding
     by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)}
+
+    def fitting(value):
+        pair = by_result.get(id(value))
+        if pair is None or not _feeds_only_dots(pair[1].results[0]):
+            return None
+        load, conv = pair
+        tile = WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0])
+        return conv if tile.inner is not None and tile.fits() else None
+
     chosen = set()
     for op in pipe.loop.regions[0].blocks[0].ops:
         enc = op.results[0].type.encoding if op.name == "tt.dot" else None
         if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
             continue
-        pair = [by_result.get(id(v)) for v in op.operands[:2]]
-        if any(p is None or not _feeds_only_dots(p[1].results[0]) for p in pair):
+        b_conv = fitting(op.operands[1])
+        if b_conv is None:
             continue
-        tiles = [WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0])
-                 for load, _ in pair]
-        if all(t.inner is not None and t.fits() for t in tiles):
-            chosen.update(id(conv) for _, conv in pair)
+        chosen.add(id(b_conv))
+        a_conv = fitting(op.operands[0])
+        if a_conv is not None:
+            chosen.add(id(a_conv))
     return chosen
 
 

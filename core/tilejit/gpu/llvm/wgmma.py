@@ -1,9 +1,11 @@
-"""`tt.dot` with NVIDIA MMA version 3: `wgmma.mma_async` (sm_90a) on operands in shared memory.
+"""`tt.dot` with NVIDIA MMA version 3: `wgmma.mma_async` (sm_90a) with B in shared memory.
 
-The pipelined loop (`shared_dot.lower_pipelined_for`) copies both operand tiles with `cp.async` into
-`WgmmaTile`s (128B-swizzled) and hands the dot a `WgmmaOperand` per operand instead of registers.
-Each warpgroup (4 warps) then runs, per k-step of 16, one `m64nNk16` whose A and B are matrix
-descriptors (start address, LBO/SBO, swizzle mode) of the block of its 64 rows and of B:
+The pipelined loop (`shared_dot.lower_pipelined_for`) copies B's tile (and A's, when A is loaded in
+the loop too) with `cp.async` into `WgmmaTile`s (128B-swizzled) and hands the dot a `WgmmaOperand`
+instead of registers. Each warpgroup (4 warps) then runs, per m64 block of its rows (M may hold
+several: block r of warpgroup g starts at row 16 * num_warps * r + 64 g) and per k-step of 16, one
+`m64nNk16` whose B is a matrix descriptor (start address, LBO/SBO, swizzle mode) and whose A is
+one too, or four registers of the A fragment (attention's P, which never leaves registers):
 
     wgmma.fence; wgmma.mma_async x K/16; wgmma.commit_group; wgmma.wait_group 0
 
@@ -43,68 +45,130 @@ def _asm(builder, ret, text: str, constraints: str, args):
     return builder.asm(fnty, text, constraints, args, side_effect=True)
 
 
-def _descriptor(self, operand: WgmmaOperand, extra_bytes, k: int):
-    """The i64 descriptor of the block at K index `k`, `extra_bytes` (i32 or 0) further on."""
-    start, _ = operand.tile.block_start(operand.op_idx, 0, k)
+def _descriptors(self, operand: WgmmaOperand, extra_bytes, ks) -> list:
+    """The i64 descriptor of the block at each K index in `ks`, `extra_bytes` (i32 or 0) further on.
+
+    Only the first is built from the address; the others add their blocks' distance (a multiple of
+    16 bytes) to its 14-bit start field. That field cannot carry into the next one: it holds
+    address / 16 of a shared-memory address below 256 KiB. One 64-bit add per wgmma, as Triton does."""
+    first, _ = operand.tile.block_start(operand.op_idx, 0, ks[0])
     base = operand.base_bytes
     base = llir.Constant(I32, base) if isinstance(base, int) else base
     ptr = self.smem_region_ptr(llir.IntType(8), base)
-    addr = self.b.add(self.b.ptrtoint(ptr, I32), llir.Constant(I32, start))
+    addr = self.b.add(self.b.ptrtoint(ptr, I32), llir.Constant(I32, first))
     if not isinstance(extra_bytes, int) or extra_bytes:
         addr = self.b.add(addr, extra_bytes if not isinstance(extra_bytes, int) else llir.Constant(I32, extra_bytes))
     field = self.b.and_(self.b.lshr(addr, llir.Constant(I32, 4)), llir.Constant(I32, 0x3FFF))
     lbo, sbo = operand.tile.descriptor_fields()
-    return self.b.or_(self.b.zext(field, I64), llir.Constant(I64, descriptor_bits(0, lbo, sbo)))
+    descriptor = self.b.or_(self.b.zext(field, I64), llir.Constant(I64, descriptor_bits(0, lbo, sbo)))
+    out = [descriptor]
+    for k in ks[1:]:
+        start, _ = operand.tile.block_start(operand.op_idx, 0, k)
+        distance = start - first
+        if distance % 16 or distance < 0:
+            raise CompilationError(f"internal: wgmma k-block {k} is {distance} bytes from the first")
+        out.append(self.b.add(descriptor, llir.Constant(I64, distance >> 4)))
+    return out
 
 
-def lower_wgmma_dot(self, op, a_op: WgmmaOperand, b_op: WgmmaOperand) -> None:
+def _a_fragments(self, a, a_vals, row0: int, ks) -> list:
+    """A from registers: per k-step, the four .b32 registers of wgmma's A fragment for the 64-row
+    block starting at `row0` (per warp the mma.sync m16n8k16 A fragment, which the version-3 dot
+    operand layout holds in the same places)."""
+    from .dot import _A_FRAGMENT
+    a_at = {off: i for i, off in enumerate(self.layout(a.type).register_offsets())}
+    half = str(ir.element_type(a.type)) == "f16"
+    out = []
+    for k0 in ks:
+        try:
+            vals = [a_vals[a_at[(row0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
+        except KeyError:
+            raise CompilationError("internal: the wgmma A operand layout lacks an A fragment element") from None
+        words = []
+        for lo, hi in zip(vals[0::2], vals[1::2]):
+            if half:
+                pair = llir.Constant(llir.VectorType(llir.HalfType(), 2), None)
+                pair = self.b.insert_element(pair, lo, llir.Constant(I32, 0))
+                pair = self.b.insert_element(pair, hi, llir.Constant(I32, 1))
+                words.append(self.b.bitcast(pair, I32))
+            else:   # bf16 travels as i16
+                words.append(self.b.or_(self.b.zext(lo, I32), self.b.shl(self.b.zext(hi, I32), llir.Constant(I32, 16))))
+        out.append(words)
+    return out
+
+
+def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
+    """One warpgroup's wgmmas for `op`: per m64 block of its rows and per k-step of 16, an
+    `m64nNk16` with B (and A, when `a_op` is given) read through descriptors, else A from registers."""
     a, b, c = op.operands
     elem = str(ir.element_type(a.type))
     if elem not in ("f16", "bf16") or str(ir.element_type(c.type)) != "f32":
         raise CompilationError.at(op.loc, f"wgmma lowering takes f16/bf16 operands and f32 results, not {elem}")
     M, N = c.type.shape
     K = a.type.shape[1]
+    rows_per_rep = 16 * self.num_warps     # every warpgroup's m64 block, side by side
     c_layout = self.layout(c.type)
     c_at = {off: i for i, off in enumerate(c_layout.register_offsets())}
+    blocks = []   # (first row of this warp's block in register offsets, accumulator registers in D order)
     try:
-        order = [c_at[(dm, 8 * j + dn)] for j in range(N // 8) for dm, dn in ((0, 0), (0, 1), (8, 0), (8, 1))]
+        for row0 in range(0, M, rows_per_rep):
+            blocks.append((row0, [c_at[(row0 + dm, 8 * j + dn)] for j in range(N // 8)
+                                  for dm, dn in ((0, 0), (0, 1), (8, 0), (8, 1))]))
     except KeyError:
         raise CompilationError.at(op.loc, "internal: the wgmma accumulator layout lacks a D fragment element") from None
-    if len(order) != len(c_at):
-        raise CompilationError.at(op.loc, "internal: the wgmma accumulator holds more than one m64 block")
+    if sum(len(order) for _, order in blocks) != len(c_at):
+        raise CompilationError.at(op.loc, "internal: the wgmma accumulator holds registers outside its m64 blocks")
     c_vals = self.get(c)
-    acc = [c_vals[r] for r in order]
-    n = len(acc)
-
-    # Warpgroup g reads A's rows 64g..64g+63: 64 rows further in a K-major tile, one slab further in
-    # an M-major one (a slab is 64 elements of the contiguous dim).
-    group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
-    _, a_k_major = a_op.tile.block_start(0, 0, 0)
-    a_group_bytes = ROWS_PER_GROUP * 128 if a_op.tile.inner == 1 else a_op.tile.slab_bytes
-    a_extra = self.b.mul(group, llir.Constant(I32, a_group_bytes))
+    ks = list(range(0, K, 16))
+    kind = "f16" if elem == "f16" else "bf16"
     _, b_k_major = b_op.tile.block_start(1, 0, 0)
+    b_descs = _descriptors(self, b_op, 0, ks)
+    group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
+    if a_op is not None:
+        # Warpgroup g reads A's rows 64g..64g+63 of each block: 64 rows further in a K-major tile,
+        # one slab further in an M-major one (a slab is 64 elements of the contiguous dim).
+        _, a_k_major = a_op.tile.block_start(0, 0, 0)
+        a_group_bytes = ROWS_PER_GROUP * 128 if a_op.tile.inner == 1 else a_op.tile.slab_bytes
+        a_group_extra = self.b.mul(group, llir.Constant(I32, a_group_bytes))
+    else:
+        a_lazy = self.lazy_operands.get(id(a))
+        a_vals = a_lazy.all_values() if a_lazy is not None else self.get(a)
 
+    n = len(blocks[0][1])
     ret = llir.LiteralStructType([F32] * n)
     regs = ", ".join(f"${i}" for i in range(n))
-    kind = "f16" if elem == "f16" else "bf16"
-    text = ("{\n.reg .pred p;\n"
-            f"setp.ne.b32 p, ${2 * n + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{kind}.{kind} {{{regs}}}, ${n}, ${n + 1}, p, 1, 1, "
-            f"{0 if a_k_major else 1}, {0 if b_k_major else 1};\n}}")
-    constraints = ",".join(["=f"] * n + ["l", "l"] + [str(i) for i in range(n)] + ["r"])
     scale_d = llir.Constant(I32, 1)   # D = A * B + D: the accumulator is always read
+    if a_op is not None:
+        operands = f"${n}, ${n + 1}, p, 1, 1, {0 if a_k_major else 1}, {0 if b_k_major else 1}"
+        scale_at = 2 * n + 2   # after the outputs, the two descriptors and the tied accumulators
+        constraints = ",".join(["=f"] * n + ["l", "l"] + [str(i) for i in range(n)] + ["r"])
+    else:
+        operands = f"{{${n}, ${n + 1}, ${n + 2}, ${n + 3}}}, ${n + 4}, p, 1, 1, {0 if b_k_major else 1}"
+        scale_at = 2 * n + 5   # after the outputs, four A registers, B's descriptor, the accumulators
+        constraints = ",".join(["=f"] * n + ["r"] * 4 + ["l"] + [str(i) for i in range(n)] + ["r"])
+    text = ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${scale_at}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{kind}.{kind} {{{regs}}}, {operands};\n}}")
     void = llir.VoidType()
     _asm(self.b, void, "wgmma.fence.sync.aligned;", "~{memory}", [])
-    for k0 in range(0, K, 16):
-        desc_a = _descriptor(self, a_op, a_extra, k0)
-        desc_b = _descriptor(self, b_op, 0, k0)
-        res = _asm(self.b, ret, text, constraints, [desc_a, desc_b] + acc + [scale_d])
-        acc = [self.b.extract_value(res, i) for i in range(n)]
+    results = []
+    for rep, (row0, order) in enumerate(blocks):
+        acc = [c_vals[r] for r in order]
+        if a_op is not None:
+            extra = self.b.add(a_group_extra, llir.Constant(I32, rep * (self.num_warps // WARPS_PER_GROUP)
+                                                              * a_group_bytes))
+            a_parts = [[d] for d in _descriptors(self, a_op, extra, ks)]
+        else:
+            a_parts = _a_fragments(self, a, a_vals, row0, ks)
+        for a_part, desc_b in zip(a_parts, b_descs):
+            res = _asm(self.b, ret, text, constraints, a_part + [desc_b] + acc + [scale_d])
+            acc = [self.b.extract_value(res, i) for i in range(n)]
+        results.append(acc)
     _asm(self.b, void, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
     pending = 1 if id(op) in self.wgmma_in_flight else 0
-    waited = wait_for_wgmma(self, acc, pending)
+    waited = wait_for_wgmma(self, [v for acc in results for v in acc], pending)
     out = list(c_vals)
-    for i, r in enumerate(order):
+    for i, r in enumerate(r for _, order in blocks for r in order):
         out[r] = waited[i]
     self.set(op.result, out)
 
