@@ -102,10 +102,6 @@ class NvidiaISA(TargetISA):
     def async_wait(self, builder, pending: int) -> None:
         call_intrinsic(builder, "llvm.nvvm.cp.async.wait.group", llir.VoidType(), [llir.Constant(I32, pending)])
 
-    def fence_async_shared(self, builder) -> None:
-        fnty = llir.FunctionType(llir.VoidType(), [])
-        builder.asm(fnty, "fence.proxy.async.shared::cta;", "~{memory}", [], side_effect=True)
-
     def load_matrix(self, builder, ptr_shared, count: int, trans: bool):
         name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}.{'trans.' if trans else ''}b16"
         if count == 1:

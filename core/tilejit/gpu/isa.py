@@ -103,10 +103,6 @@ class TargetISA(abc.ABC):
         """Wait until at most `pending` committed groups of this thread's copies are in flight."""
         raise CompilationError(f"{self.describe()} has no asynchronous copies")
 
-    def fence_async_shared(self, builder: llir.IRBuilder) -> None:
-        """Make this thread's shared-memory writes visible to the async proxy (wgmma's reads)."""
-        raise CompilationError(f"{self.describe()} has no asynchronous matrix instructions")
-
     def load_matrix(self, builder: llir.IRBuilder, ptr_shared, count: int, trans: bool):
         """`count` (1, 2, 4) 8x8 16-bit matrices from shared memory; one i32 per matrix per lane."""
         raise CompilationError(f"{self.describe()} has no matrix loads")
