@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
 @tilejit.jit
 def _matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-            OTHER: tl.constexpr):
+            OTHER: tl.constexpr, SCALE_INSIDE: tl.constexpr):
     offs_m = tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
@@ -28,6 +28,8 @@ def _matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: 
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=OTHER)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
         acc = tl.dot(a, b, acc)
+        if SCALE_INSIDE:
+            acc = acc * 0.5   # the dot's result is read inside the iteration
         a_ptrs += BK
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
@@ -36,10 +38,14 @@ def _matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: 
 D16 = [["tt.divisibility", 16]]
 
 
-def _compile(num_stages=3, other=0.0, arch=90):
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
-           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
-    src = ASTSource(_matmul, sig, {"BM": 128, "BN": 128, "BK": 64, "OTHER": other}, {(i,): D16 for i in range(6)})
+MATMUL_SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
+                    "stride_bk": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr",
+                    "SCALE_INSIDE": "constexpr"}
+
+
+def _compile(num_stages=3, other=0.0, arch=90, scale_inside=False):
+    src = ASTSource(_matmul, MATMUL_SIGNATURE, {"BM": 128, "BN": 128, "BK": 64, "OTHER": other,
+                                                "SCALE_INSIDE": scale_inside}, {(i,): D16 for i in range(6)})
     return tilejit.compile(src, target=GPUTarget.parse(f"cuda:{arch}"),
                            options={"num_warps": 8, "num_stages": num_stages})
 

@@ -17,7 +17,7 @@ from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
 from tilejit.gpu.shared_operands import IntArith, WgmmaTile, descriptor_bits
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_gpu_pipeline import D16, _compile, _matmul  # noqa: E402
+from test_gpu_pipeline import D16, MATMUL_SIGNATURE, _compile, _matmul  # noqa: E402
 
 
 def test_accumulator_layout_is_the_ptx_fragment():
@@ -125,28 +125,8 @@ def test_accumulating_dot_stays_in_flight_across_iterations(wgmma_matmul):
     assert exit_wait < ptx.index("st.global", exit_wait)
 
 
-@tilejit.jit
-def _matmul_scaled_inside(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: tl.constexpr,
-                          BK: tl.constexpr):
-    offs_m = tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc) * 0.5   # the result is read in the iteration
-        a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
-
-
 def test_dot_read_inside_the_iteration_waits_for_its_group():
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
-           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    src = ASTSource(_matmul_scaled_inside, sig, {"BM": 128, "BN": 128, "BK": 64}, {(i,): D16 for i in range(6)})
-    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8, "num_stages": 3})
-    ptx = ck.asm["ptx"]
+    ptx = _compile(arch=90, scale_inside=True).asm["ptx"]
     start = ptx.index("cp.async.wait_group")
     loop = ptx[start:ptx.index("cp.async.wait_group \t0;", start)]   # the loop and its exit
     assert "wgmma.mma_async" in loop
@@ -164,18 +144,17 @@ def test_ptxas_accepts_the_wgmma_code(wgmma_matmul, tmp_path):
 
 
 def test_bf16_and_smaller_tiles():
-    sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
-           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
-    src = ASTSource(_matmul, sig, {"BM": 64, "BN": 64, "BK": 64, "OTHER": 0.0}, {(i,): D16 for i in range(6)})
+    sig = dict(MATMUL_SIGNATURE, a_ptr="*bf16", b_ptr="*bf16")
+    src = ASTSource(_matmul, sig, {"BM": 64, "BN": 64, "BK": 64, "OTHER": 0.0, "SCALE_INSIDE": False},
+                    {(i,): D16 for i in range(6)})
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 3})
     assert ck.asm["ptx"].count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 4
 
 
 def test_shapes_wgmma_does_not_take_keep_mma_sync_and_a_register_a_takes_wgmma():
     # BM = 32 with 4 warps: not one m64 block per warpgroup
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
-           "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "OTHER": "constexpr"}
-    src = ASTSource(_matmul, sig, {"BM": 32, "BN": 64, "BK": 32, "OTHER": 0.0}, {(i,): D16 for i in range(6)})
+    src = ASTSource(_matmul, MATMUL_SIGNATURE, {"BM": 32, "BN": 64, "BK": 32, "OTHER": 0.0, "SCALE_INSIDE": False},
+                    {(i,): D16 for i in range(6)})
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 3})
     assert "wgmma" not in ck.asm["ptx"] and "mma.sync" in ck.asm["ptx"]
     # A with `other` = 1 cannot be zero-filled by cp.async: it stays a register load, and wgmma

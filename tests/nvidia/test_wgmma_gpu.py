@@ -14,7 +14,7 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
 
 @tilejit.jit
 def _mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
-        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, A_COMPUTED: tl.constexpr = False):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
@@ -24,6 +24,8 @@ def _mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
     for k in range(0, tl.cdiv(K, BK)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        if A_COMPUTED:
+            a = a * 2 - 1   # no longer the loaded tile: wgmma reads A from registers
         acc = tl.dot(a, b, acc)
         a_ptrs += BK * sak
         b_ptrs += BK * sbk
@@ -46,24 +48,6 @@ def test_wgmma_matmul_matches_torch(dtype, a_t, b_t, BM, BN, BK, warps):
     assert "wgmma.mma_async" in ck.asm["ptx"]   # every operand major here is pipelined into wgmma
 
 
-@tilejit.jit
-def _mm_a_in_registers(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
-                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
-    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a * 2 - 1, b, acc)   # A is computed: wgmma reads it from registers
-        a_ptrs += BK * sak
-        b_ptrs += BK * sbk
-    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :], acc)
-
-
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("a_t", [False, True])
 @pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 64, 64, 4), (128, 128, 64, 8), (64, 256, 32, 4)])
@@ -73,8 +57,8 @@ def test_wgmma_with_a_from_registers_matches_torch(dtype, a_t, BM, BN, BK, warps
     a = torch.randn(K, M, device="cuda", dtype=dtype).t() if a_t else torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(K, N, device="cuda", dtype=dtype)
     c = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    ck = _mm_a_in_registers[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                                c.stride(0), BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
+    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                                 BM=BM, BN=BN, BK=BK, A_COMPUTED=True, num_warps=warps, num_stages=3)
     # Past K, A reads 0 (so 2 * 0 - 1 = -1) but B reads 0: those products add nothing.
     torch.testing.assert_close(c, (a * 2 - 1).float() @ b.float(), rtol=1e-2, atol=1e-1)
     assert "wgmma.mma_async" in ck.asm["ptx"] and "}, {%r" in ck.asm["ptx"]   # the register-A form
