@@ -90,11 +90,16 @@ class NvidiaISA(TargetISA):
     def supports_async_copy(self) -> bool:
         return self.arch >= 80
 
-    def async_copy(self, builder, dst_shared, src_global, nbytes: int, src_size) -> None:
-        # .cg (bypass L1) exists for 16 bytes only; smaller copies use .ca.
+    def async_copy(self, builder, dst_shared, src_global, nbytes: int, pred) -> None:
+        # .cg (bypass L1) exists for 16 bytes only; smaller copies use .ca. The predicate goes in as
+        # `ignore-src` (zeros are written), so the copy needs no src-size select and compare.
         cache = "cg" if nbytes == 16 else "ca"
-        call_intrinsic(builder, f"llvm.nvvm.cp.async.{cache}.shared.global.{nbytes}.s", llir.VoidType(),
-                       [dst_shared, src_global, src_size])
+        ignore = builder.xor(pred, llir.Constant(llir.IntType(1), 1))
+        dst = builder.ptrtoint(dst_shared, I32)
+        src = builder.ptrtoint(src_global, llir.IntType(64))
+        fnty = llir.FunctionType(llir.VoidType(), [I32, llir.IntType(64), llir.IntType(1)])
+        builder.asm(fnty, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,b,~{memory}",
+                    [dst, src, ignore], side_effect=True)
 
     def async_commit(self, builder) -> None:
         call_intrinsic(builder, "llvm.nvvm.cp.async.commit.group", llir.VoidType(), [])

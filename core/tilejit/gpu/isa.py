@@ -91,9 +91,9 @@ class TargetISA(abc.ABC):
         """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""
         return False
 
-    def async_copy(self, builder: llir.IRBuilder, dst_shared, src_global, nbytes: int, src_size) -> None:
-        """Copy `nbytes` (4, 8 or 16) global -> shared without registers; only `src_size` (i32)
-        bytes are read, the rest is zero-filled."""
+    def async_copy(self, builder: llir.IRBuilder, dst_shared, src_global, nbytes: int, pred) -> None:
+        """Copy `nbytes` (4, 8 or 16) global -> shared without registers when `pred` (i1) is true;
+        write zeros (and read nothing) when it is false."""
         raise CompilationError(f"{self.describe()} has no asynchronous copies")
 
     def async_commit(self, builder: llir.IRBuilder) -> None:

@@ -26,7 +26,7 @@ import llvmlite.ir as llir
 from ...errors import CompilationError
 from ..isa import I32
 from ..pipeline import copy_vector, loop_pipeline
-from ..shared_operands import ATOM_BYTES, SwizzledTile, WgmmaTile, plan_ldmatrix
+from ..shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 from .convert import _run_length
 from .scalar_ops import llvm_type
 
@@ -289,6 +289,23 @@ def _async_wgmma_dots(body, wgmma_converts) -> dict:
     return found
 
 
+def _constant_tile_deltas(layout, tile, registers):
+    """{register: element offset in `tile` minus that of `registers[0]`} when that difference is the
+    same for every lane and warp (then the copies' shared addresses are one register plus constants),
+    else None. Checked by evaluating the tile's offset function for every thread."""
+    arith = IntArith()
+    deltas = None
+    for warp in range(1 << len(layout.warps)):
+        for lane in range(1 << len(layout.lanes)):
+            first = tile.offset(arith, layout.coords(registers[0], lane, warp))
+            here = {r: tile.offset(arith, layout.coords(r, lane, warp)) - first for r in registers}
+            if deltas is None:
+                deltas = here
+            elif here != deltas:
+                return None
+    return deltas
+
+
 def _issue_copies(self, pipe, buffers, stage, valid):
     """Lower the address slice (bound to the iteration to fetch) and start the cp.async of each
     pipelined load into its buffer of `stage`; one commit group per iteration."""
@@ -308,15 +325,23 @@ def _issue_copies(self, pipe, buffers, stage, valid):
         replicated = any(not any(b) for b in list(layout.lanes) + list(layout.warps))
         owner = self.is_owner(layout) if replicated else None
         offsets = layout.register_offsets()
+        firsts = [r0 for r0 in range(0, len(ptrs), buf.vec)]
+        deltas = _constant_tile_deltas(layout, buf.tile, firsts)
+        first_offset = None
         seen = set()
-        for r0 in range(0, len(ptrs), buf.vec):
+        for r0 in firsts:
             if offsets[r0] in seen:
                 continue
             seen.add(offsets[r0])
             pred = valid if masks is None else self.b.and_(valid, masks[r0])
-            size = self.b.select(pred, llir.Constant(I32, nbytes), llir.Constant(I32, 0))
-            dst = self.smem_region_ptr(elem_ty, a.value(a.add(base, buf.tile.offset(a, coords[r0]))))
-            copy = lambda dst=dst, src=ptrs[r0], size=size: self.isa.async_copy(self.b, dst, src, nbytes, size)  # noqa
+            if deltas is None:
+                offset = a.add(base, buf.tile.offset(a, coords[r0]))
+            else:   # one offset computed, the others a constant away (immediate address offsets)
+                if first_offset is None:
+                    first_offset = a.add(base, buf.tile.offset(a, coords[firsts[0]]))
+                offset = a.add(first_offset, deltas[r0])
+            dst = self.smem_region_ptr(elem_ty, a.value(offset))
+            copy = lambda dst=dst, src=ptrs[r0], pred=pred: self.isa.async_copy(self.b, dst, src, nbytes, pred)  # noqa
             if owner is None:
                 copy()
             else:
