@@ -164,3 +164,24 @@ def test_shapes_wgmma_does_not_take_keep_mma_sync_and_a_register_a_takes_wgmma()
     ptx = ck.asm["ptx"]
     assert ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in ptx
     assert re.search(r"wgmma\.mma_async[^\n]*\}, \{\$?%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", ptx)
+
+
+def test_copies_predicate_through_ignore_src(wgmma_matmul):
+    """The load mask (and the loop bound of a copy ahead) is cp.async's ignore-src predicate: no
+    src-size operand to select and compare per copy."""
+    ptx = wgmma_matmul.asm["ptx"]
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, (\S+);", ptx)
+    assert len(copies) == 8 * 3 and all(re.fullmatch(r"%p\d+", p) for p in copies)   # 8 a stage, 3 stages
+
+
+def test_copy_addresses_are_one_register_plus_constants():
+    from tilejit.gpu.layouts import BlockedEncoding
+    from tilejit.gpu.llvm.shared_dot import _constant_tile_deltas
+    # matmul's A tile (128 x 64 fp16, 8 warps): a thread copies rows r, r+32, r+64, r+96, whose
+    # 128B swizzle is the same (r % 8), so the copies are 32 rows of 64 elements apart everywhere.
+    layout = BlockedEncoding((1, 8), (4, 8), (8, 1), (1, 0)).to_linear((128, 64))
+    assert _constant_tile_deltas(layout, WgmmaTile((128, 64), 1), [0, 8, 16, 24]) == {0: 0, 8: 2048, 16: 4096,
+                                                                                        24: 6144}
+    # Two rows a thread (r, r+1): their swizzle differs, so the distance depends on the thread.
+    layout = BlockedEncoding((2, 8), (4, 8), (4, 1), (1, 0)).to_linear((32, 64))
+    assert _constant_tile_deltas(layout, WgmmaTile((32, 64), 1), [0, 8]) is None
