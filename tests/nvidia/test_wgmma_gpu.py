@@ -62,3 +62,19 @@ def test_wgmma_with_a_from_registers_matches_torch(dtype, a_t, BM, BN, BK, warps
     # Past K, A reads 0 (so 2 * 0 - 1 = -1) but B reads 0: those products add nothing.
     torch.testing.assert_close(c, (a * 2 - 1).float() @ b.float(), rtol=1e-2, atol=1e-1)
     assert "wgmma.mma_async" in ck.asm["ptx"] and "}, {%r" in ck.asm["ptx"]   # the register-A form
+
+
+@pytest.mark.parametrize("BM,warps", [(128, 4), (64, 4), (256, 8)])
+def test_unpipelined_loop_runs_mma_sync_on_the_wgmma_layout(BM, warps):
+    """num_stages=1: no copy ring, so B never reaches shared memory for a descriptor; the dot keeps
+    the version-3 layout (one or two m64 blocks per warpgroup) and runs mma.sync on it."""
+    torch.manual_seed(2)
+    BN, BK = 64, 32
+    M, N, K = 2 * BM, 2 * BN, 3 * BK
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                                 BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=1)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=5e-2)
+    assert "versionMajor = 3" in ck.asm["ttgir"] and "mma.sync" in ck.asm["ptx"]

@@ -563,9 +563,9 @@ class JITFunction(KernelInterface):
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
         try:
-            bound, options, launch_key = self._launch_binder(*args, **kwargs)
+            bound, options, args_key = self._launch_binder(*args, **kwargs)
         except TypeError:
-            bound, options, launch_key = self._bind(args, kwargs)  # raises, naming the kernel
+            bound, options, args_key = self._bind(args, kwargs)  # raises, naming the kernel
         stream = None
         if options:
             stream = options.pop("stream", None)
@@ -575,7 +575,7 @@ class JITFunction(KernelInterface):
             options["debug"] = self.debug
         options_key = tuple(sorted(options.items())) if options else ()
         scope = explicit_target if explicit_target is not None else _explicit_target_var().get()
-        launch_key = (launch_key, options_key, _selection_env(), scope)
+        launch_key = (args_key, options_key, _selection_env(), scope)
         try:
             entry = self._launch_cache.get(launch_key)
         except TypeError as exc:  # an unhashable constexpr value (or a tensor given to a constexpr)
