@@ -74,6 +74,16 @@ _B_FRAGMENT = [(0, 0), (1, 0), (8, 0), (9, 0)]
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
 
 
+def pack_pair(builder, x, y, elem: str):
+    """Two 16-bit operand elements as one 32-bit MMA register: a <2 x half> for f16 (what the
+    mma.sync intrinsic takes), an i32 for bf16 (which travels as i16)."""
+    if elem == "f16":
+        v = llir.Constant(llir.VectorType(llir.HalfType(), 2), None)
+        v = builder.insert_element(v, x, llir.Constant(I32, 0))
+        return builder.insert_element(v, y, llir.Constant(I32, 1))
+    return builder.or_(builder.zext(x, I32), builder.shl(builder.zext(y, I32), llir.Constant(I32, 16)))
+
+
 def _lower_mma(self, op):
     a, b, c = op.operands
     elem = str(ir.element_type(a.type))
@@ -87,23 +97,14 @@ def _lower_mma(self, op):
     a_tiles = sorted({(m, k) for (m, k) in a_at if (m % 16, k % 16) == (0, 0)})
     k_tiles = sorted({k for _, k in a_tiles})
     c_tiles = sorted({(m, n) for (m, n) in c_at if (m % 16, n % 8) == (0, 0)})
-    i32 = I32
     if elem == "f16":
         name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"   # D and C types; A/B are f16
-        pair_ty = llir.VectorType(llir.HalfType(), 2)
     else:
         name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-        pair_ty = i32
     ret_ty = llir.LiteralStructType([F32] * 4)
 
     def pack(x, y):
-        if elem == "f16":
-            v = llir.Constant(pair_ty, None)
-            v = self.b.insert_element(v, x, llir.Constant(i32, 0))
-            return self.b.insert_element(v, y, llir.Constant(i32, 1))
-        lo = self.b.zext(x, i32)
-        hi = self.b.shl(self.b.zext(y, i32), llir.Constant(i32, 16))
-        return self.b.or_(lo, hi)
+        return pack_pair(self.b, x, y, elem)
 
     # k-step outermost (as Triton): the A and B fragments of one k-step are read (lazily, with
     # ldmatrix, when the operand is in shared memory), used by every C tile, and then dead, so only

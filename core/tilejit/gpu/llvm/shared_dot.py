@@ -235,6 +235,11 @@ class _Buffer:
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
         self.nbytes = self.tile.nbytes * stages
+        # The registers that start a copy, and their offsets from the first one's when those are the
+        # same for every thread (see `_constant_tile_deltas`), for every stage's copies alike.
+        layout = self_.layout(load.operands[0].type)
+        self.copy_registers = list(range(0, len(layout.register_offsets()), self.vec))
+        self.copy_deltas = _constant_tile_deltas(layout, self.tile, self.copy_registers)
 
     def stage_base(self, a, stage):
         """Element offset (16-bit elements) of the buffer of `stage` (int or i32)."""
@@ -325,8 +330,7 @@ def _issue_copies(self, pipe, buffers, stage, valid):
         replicated = any(not any(b) for b in list(layout.lanes) + list(layout.warps))
         owner = self.is_owner(layout) if replicated else None
         offsets = layout.register_offsets()
-        firsts = [r0 for r0 in range(0, len(ptrs), buf.vec)]
-        deltas = _constant_tile_deltas(layout, buf.tile, firsts)
+        firsts, deltas = buf.copy_registers, buf.copy_deltas
         first_offset = None
         seen = set()
         for r0 in firsts:

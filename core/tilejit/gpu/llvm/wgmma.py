@@ -75,25 +75,17 @@ def _a_fragments(self, a, a_vals, row0: int, ks) -> list:
     """A from registers: per k-step, the four .b32 registers of wgmma's A fragment for the 64-row
     block starting at `row0` (per warp the mma.sync m16n8k16 A fragment, which the version-3 dot
     operand layout holds in the same places)."""
-    from .dot import _A_FRAGMENT
+    from .dot import _A_FRAGMENT, pack_pair
     a_at = {off: i for i, off in enumerate(self.layout(a.type).register_offsets())}
-    half = str(ir.element_type(a.type)) == "f16"
+    elem = str(ir.element_type(a.type))
     out = []
     for k0 in ks:
         try:
             vals = [a_vals[a_at[(row0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
         except KeyError:
             raise CompilationError("internal: the wgmma A operand layout lacks an A fragment element") from None
-        words = []
-        for lo, hi in zip(vals[0::2], vals[1::2]):
-            if half:
-                pair = llir.Constant(llir.VectorType(llir.HalfType(), 2), None)
-                pair = self.b.insert_element(pair, lo, llir.Constant(I32, 0))
-                pair = self.b.insert_element(pair, hi, llir.Constant(I32, 1))
-                words.append(self.b.bitcast(pair, I32))
-            else:   # bf16 travels as i16
-                words.append(self.b.or_(self.b.zext(lo, I32), self.b.shl(self.b.zext(hi, I32), llir.Constant(I32, 16))))
-        out.append(words)
+        words = [pack_pair(self.b, lo, hi, elem) for lo, hi in zip(vals[0::2], vals[1::2])]
+        out.append([w if w.type == I32 else self.b.bitcast(w, I32) for w in words])
     return out
 
 
@@ -123,12 +115,12 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     kind = "f16" if elem == "f16" else "bf16"
     _, b_k_major = b_op.tile.block_start(1, 0, 0)
     b_descs = _descriptors(self, b_op, 0, ks)
-    group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
     if a_op is not None:
         # Warpgroup g reads A's rows 64g..64g+63 of each block: 64 rows further in a K-major tile,
         # one slab further in an M-major one (a slab is 64 elements of the contiguous dim).
         _, a_k_major = a_op.tile.block_start(0, 0, 0)
         a_group_bytes = ROWS_PER_GROUP * 128 if a_op.tile.inner == 1 else a_op.tile.slab_bytes
+        group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
         a_group_extra = self.b.mul(group, llir.Constant(I32, a_group_bytes))
     else:
         a_lazy = self.lazy_operands.get(id(a))
