@@ -7,7 +7,7 @@ VENV := .venv
 VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tilejit-setup-stamp
 SETUP_INPUTS := Makefile pyproject.toml $(wildcard backends/*/pyproject.toml)
-TEST_DEPS := pytest filecheck pyelftools msgpack matplotlib
+TEST_DEPS := pytest "filecheck>=1.0,<2" pyelftools msgpack matplotlib
 TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: all setup demo test system-tools clean

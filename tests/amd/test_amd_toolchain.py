@@ -4,8 +4,6 @@ from __future__ import annotations
 import io
 import os
 import stat
-import subprocess
-import sys
 
 import llvmlite.binding as llvm
 import pytest
@@ -16,18 +14,10 @@ from amd_support import requires_lld
 from tilejit.errors import CompilationError
 from tilejit_amd import toolchain
 from tilejit_amd.targets import SUPPORTED_ARCHS, lds_limit, wavefront_size
+from toolchain_paths import filecheck
 
 WAVE64 = ("gfx90a", "gfx942", "gfx950")
 WAVE32 = ("gfx1100", "gfx1201")
-
-
-def filecheck(text: str, checks: str, tmp_path) -> None:
-    """Run the `filecheck` package (LLVM FileCheck's Python clone) on `text`; fail with its report."""
-    check_file = tmp_path / "checks.txt"
-    check_file.write_text(checks)
-    done = subprocess.run([sys.executable, "-m", "filecheck", str(check_file)], input=text,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def write_script(path, body: str) -> str:
@@ -68,7 +58,7 @@ def test_unknown_arch_is_a_compilation_error_listing_the_supported_ones():
     ("gfx942", "CHECK-NOT: .amdhsa_wavefront_size32 1"),
     ("gfx1100", "CHECK: .amdhsa_wavefront_size32 1"),
 ])
-def test_vector_add_to_amdgcn(arch, wave_directive, tmp_path):
+def test_vector_add_to_amdgcn(arch, wave_directive):
     asm = toolchain.llir_to_amdgcn(amd_kernels.build_vector_add(), arch)
     wave = 32 if arch == "gfx1100" else 64
     filecheck(asm, f"""
@@ -87,11 +77,11 @@ CHECK: .value_kind: global_buffer
 CHECK: .name: n
 CHECK: .value_kind: by_value
 CHECK: .wavefront_size: {wave}
-""", tmp_path)
+""")
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
-def test_lds_reduction_uses_lds_and_a_barrier(arch, tmp_path):
+def test_lds_reduction_uses_lds_and_a_barrier(arch):
     asm = toolchain.llir_to_amdgcn(amd_kernels.build_lds_reduction(), arch)
     filecheck(asm, """
 CHECK: block_sum:
@@ -100,17 +90,17 @@ CHECK: s_barrier
 CHECK: {{ds_read|ds_load}}
 CHECK: s_endpgm
 CHECK: .amdhsa_group_segment_fixed_size 1024
-""", tmp_path)
+""")
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
-def test_ds_bpermute_becomes_a_lane_shuffle(arch, tmp_path):
+def test_ds_bpermute_becomes_a_lane_shuffle(arch):
     asm = toolchain.llir_to_amdgcn(amd_kernels.build_bpermute_rotate(), arch)
-    filecheck(asm, "CHECK: rotate_lanes:\nCHECK: ds_bpermute_b32\nCHECK: s_endpgm\n", tmp_path)
+    filecheck(asm, "CHECK: rotate_lanes:\nCHECK: ds_bpermute_b32\nCHECK: s_endpgm\n")
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
-def test_math_intrinsics_lower_to_instructions_without_calls(arch, tmp_path):
+def test_math_intrinsics_lower_to_instructions_without_calls(arch):
     asm = toolchain.llir_to_amdgcn(amd_kernels.build_math(), arch)
     filecheck(asm, """
 CHECK: math_kernel:
@@ -122,7 +112,7 @@ CHECK-DAG: v_sin_f32
 CHECK-DAG: v_cos_f32
 CHECK-DAG: v_floor_f32
 CHECK: s_endpgm
-""", tmp_path)
+""")
 
 
 @pytest.mark.parametrize("name,element", [("llvm.tanh.f32", amd_kernels.F32), ("llvm.atan2.f32", None),
@@ -159,14 +149,13 @@ def test_invalid_ir_and_modules_without_kernels_are_compilation_errors():
         toolchain.llir_to_amdgcn(nvptx, "gfx942")
 
 
-def test_code_object_version_flag_of_the_module_is_kept(tmp_path):
+def test_code_object_version_flag_of_the_module_is_kept():
     module = amd_kernels.new_module("v6")
     kernel, builder = amd_kernels.new_kernel(module, "k", [])
     builder.ret_void()
     flag = module.add_metadata([amd_kernels.I32(1), "amdhsa_code_object_version", amd_kernels.I32(600)])
     module.add_named_metadata("llvm.module.flags", flag)
-    filecheck(toolchain.llir_to_amdgcn(str(module), "gfx942"), "CHECK: .amdhsa_code_object_version 6\n",
-              tmp_path)
+    filecheck(toolchain.llir_to_amdgcn(str(module), "gfx942"), "CHECK: .amdhsa_code_object_version 6\n")
 
 
 @pytest.mark.parametrize("arch", sorted(SUPPORTED_ARCHS))

@@ -1,11 +1,7 @@
 """Shared helpers of the frontend tests: compile a kernel to TTIR text and FileCheck it."""
-import os
-import shutil
-import subprocess
-import tempfile
-
 from tilejit import ir
 from tilejit.frontend import ASTSource
+from toolchain_paths import filecheck  # noqa: F401  (re-exported for the frontend tests)
 
 
 def make_module(kernel, signature, constexprs=None, attrs=None, options=None):
@@ -14,17 +10,3 @@ def make_module(kernel, signature, constexprs=None, attrs=None, options=None):
 
 def ttir(kernel, signature, constexprs=None, attrs=None, options=None, locations=False) -> str:
     return ir.print_module(make_module(kernel, signature, constexprs, attrs, options), with_locations=locations)
-
-
-def filecheck(text: str, checks: str) -> None:
-    """Run the `filecheck` tool on `text` with the CHECK lines in `checks`; fail with its report."""
-    exe = shutil.which("filecheck")
-    assert exe, "the filecheck console script is not installed"
-    with tempfile.NamedTemporaryFile("w", suffix=".checks", delete=False) as f:
-        f.write(checks)
-        path = f.name
-    try:
-        result = subprocess.run([exe, path], input=text, capture_output=True, text=True)
-    finally:
-        os.unlink(path)
-    assert result.returncode == 0, f"FileCheck failed:\n{result.stderr}\n--- input ---\n{text}"

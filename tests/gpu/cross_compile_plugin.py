@@ -13,7 +13,6 @@ import json
 import os
 import traceback
 
-import pytest
 
 
 def _targets():

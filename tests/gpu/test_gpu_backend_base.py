@@ -1,7 +1,6 @@
 """`GPUBackend`: the base both GPU backends share (driver delegation, hash, ttgir/llir stages), and
 the float code generation options it passes down (fp fusion, flushed exp2 as Triton)."""
 import llvmlite.binding as llvm
-import pytest
 
 import tilejit
 import tilejit.language as tl

@@ -1,32 +1,17 @@
 """TTIR -> TTGIR -> LLVM -> PTX / AMDGCN for hand-written kernels (vector add, softmax, matmul)."""
 import os
-import shutil
 
 import llvmlite.binding as llvm
 import pytest
-import subprocess
-import sys
-import tempfile
 
 from tilejit import ir
 from tilejit.gpu.llvm import lower_module
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir
 from tilejit_amd.isa import AmdISA
 from tilejit_nvidia.isa import NvidiaISA
+from toolchain_paths import filecheck, needs_ptxas
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
-
-
-def filecheck(text: str, checks: str) -> None:
-    pytest.importorskip("filecheck", reason="the filecheck package is not installed")
-    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
-        f.write(checks)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "filecheck", f.name], input=text, text=True,
-                              capture_output=True)
-    finally:
-        os.unlink(f.name)
-    assert proc.returncode == 0, f"FileCheck failed:\n{proc.stderr}\n--- on ---\n{text[:3000]}"
 
 
 def ttgir(name, num_warps=4, warp_size=32, mma=2):
@@ -85,7 +70,6 @@ def test_llvm_vector_add_loads_float4():
                     "CHECK: store <4 x float>\n")
 
 
-needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 
 
 @pytest.mark.parametrize("arch", [80, 90])

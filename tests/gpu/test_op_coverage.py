@@ -1,12 +1,10 @@
 """Ops beyond the basic three kernels: each compiles to a cubin / hsaco, and the layouts are right."""
-import shutil
-
 import pytest
 
 import tilejit
 import tilejit.language as tl
+from toolchain_paths import lld, ptxas
 
-needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 
 
 @tilejit.jit
@@ -56,10 +54,10 @@ def _misc_ops(x_ptr, i_ptr, h_ptr, o_ptr, BLOCK: tl.constexpr):
     (_misc_ops, ("*fp32", "*i32", "*i32", "*fp32"), dict(BLOCK=128)),
 ], ids=["block_ptr_descriptor", "histogram_gather_fp8_atomics"])
 def test_compiles_to_binary(kernel, sig, meta, target, tmp_path, monkeypatch):
-    if target.startswith("cuda") and shutil.which("ptxas") is None:
-        pytest.skip("ptxas not installed")
-    if target.startswith("hip") and shutil.which("ld.lld") is None:
-        pytest.skip("ld.lld not installed")
+    if target.startswith("cuda") and ptxas() is None:
+        pytest.skip("no ptxas found")
+    if target.startswith("hip") and lld() is None:
+        pytest.skip("no ld.lld >= 15 found")
     monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
     compiled = kernel.warmup(*sig, grid=(1,), target=target, **meta)
     binary = compiled.asm["cubin" if target.startswith("cuda") else "hsaco"]

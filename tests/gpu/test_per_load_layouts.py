@@ -1,7 +1,6 @@
 """Per-access layouts (each global load/store its own coalesced blocked layout), MMA layouts flowing
 forward from dots, rematerialized index conversions, and what they do to attention's code."""
 import os
-import shutil
 import sys
 
 import llvmlite.binding as llvm
@@ -16,6 +15,7 @@ from tilejit.gpu.llvm import lower_module
 from tilejit.gpu.pipeline import PIPELINED, loop_pipeline
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir
 from tilejit_nvidia.isa import NvidiaISA
+from toolchain_paths import needs_ptxas, ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -75,12 +75,12 @@ def test_softmax_of_attention_stays_in_the_mma_layout(attention):
     assert sum(isinstance(e, SliceEncoding) for e in carried) == 2       # m_i, l_i
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+@needs_ptxas
 def test_attention_spills_at_most_a_few_bytes(attention, tmp_path):
     import subprocess
     ptx = tmp_path / "att.ptx"
     ptx.write_text(attention.asm["ptx"])
-    proc = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "att.cubin")],
+    proc = subprocess.run([ptxas(), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "att.cubin")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     spill = [line for line in proc.stderr.splitlines() if "spill stores" in line]

@@ -3,14 +3,12 @@ canonical layouts the matrix descriptors name, and the PTX of a pipelined matmul
 import itertools
 import re
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import tilejit
-import tilejit.language as tl
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
 from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
@@ -18,6 +16,7 @@ from tilejit.gpu.shared_operands import IntArith, WgmmaTile, descriptor_bits
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_gpu_pipeline import D16, MATMUL_SIGNATURE, _compile, _matmul  # noqa: E402
+from toolchain_paths import needs_ptxas, ptxas
 
 
 def test_accumulator_layout_is_the_ptx_fragment():
@@ -133,11 +132,11 @@ def test_dot_read_inside_the_iteration_waits_for_its_group():
     assert "wgmma.wait_group.sync.aligned 0;" in loop and "wgmma.wait_group.sync.aligned 1;" not in loop
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")
+@needs_ptxas
 def test_ptxas_accepts_the_wgmma_code(wgmma_matmul, tmp_path):
     src = tmp_path / "k.ptx"
     src.write_text(wgmma_matmul.asm["ptx"])
-    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+    out = subprocess.run([ptxas(), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "serialized" not in out.stderr and "spill stores" in out.stderr

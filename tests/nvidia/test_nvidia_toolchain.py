@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from tilejit.errors import CompilationError
 from tilejit_nvidia import ptx_isa, toolchain
 from tilejit_nvidia.toolchain import (assemble_ptx, find_ptxas_or_none, llir_to_ptx, parse_resource_usage,
                                       ptx_to_cubin, toolchain_status)
+from toolchain_paths import filecheck
 
 requires_ptxas = pytest.mark.skipif(find_ptxas_or_none() is None,
                                     reason="ptxas not found: pip install nvidia-cuda-nvcc")
@@ -21,16 +20,6 @@ requires_nvjitlink = pytest.mark.skipif(toolchain.nvjitlink_version() is None,
                                         reason="nvJitLink not found: pip install cuda-bindings nvidia-nvjitlink")
 requires_libdevice = pytest.mark.skipif(toolchain.find_libdevice(find_ptxas_or_none()) is None,
                                         reason="libdevice.10.bc not found: pip install nvidia-nvvm")
-
-
-def filecheck(text: str, checks: str, tmp_path) -> None:
-    """Run the `filecheck` package (LLVM FileCheck's Python clone) on `text`; fail with its report."""
-    pytest.importorskip("filecheck", reason="pip install filecheck")
-    check_file = tmp_path / "checks.txt"
-    check_file.write_text(checks)
-    done = subprocess.run([sys.executable, "-m", "filecheck", str(check_file)], input=text,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def elf_of(cubin: bytes) -> ELFFile:
@@ -42,7 +31,7 @@ def function_symbols(elf: ELFFile) -> set[str]:
     return {s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"}
 
 
-def test_vector_add_ptx_for_sm90a(tmp_path):
+def test_vector_add_ptx_for_sm90a():
     ptx = llir_to_ptx(build_vector_add(), 90)
     version = ptx_isa.choose_ptx_version("sm_90a", toolchain._assembler_cuda_version_or_none())
     filecheck(ptx, f"""
@@ -57,12 +46,12 @@ CHECK: ld.global
 CHECK: add.rn.f32
 CHECK: st.global
 CHECK: ret;
-""", tmp_path)
+""")
 
 
-def test_vector_add_ptx_for_sm80_has_no_arch_suffix(tmp_path):
+def test_vector_add_ptx_for_sm80_has_no_arch_suffix():
     ptx = llir_to_ptx(build_vector_add(), 80)
-    filecheck(ptx, "CHECK: .target sm_80{{$}}\nCHECK: .visible .entry vector_add(\n", tmp_path)
+    filecheck(ptx, "CHECK: .target sm_80{{$}}\nCHECK: .visible .entry vector_add(\n")
 
 
 @requires_ptxas
@@ -79,11 +68,11 @@ def test_vector_add_cubin_is_a_cuda_elf(arch):
 
 @requires_ptxas
 @requires_libdevice
-def test_libdevice_expf_is_linked_and_inlined(tmp_path):
+def test_libdevice_expf_is_linked_and_inlined():
     ptx = llir_to_ptx(build_vector_add(with_expf=True), 90)
     # libdevice's expf is inlined (ex2.approx is its core); nothing of libdevice stays as a call,
     # and NVVMReflect resolved every __nvvm_reflect query.
-    filecheck(ptx, "CHECK: .visible .entry vector_add(\nCHECK: ex2.approx\nCHECK-NOT: call\n", tmp_path)
+    filecheck(ptx, "CHECK: .visible .entry vector_add(\nCHECK: ex2.approx\nCHECK-NOT: call\n")
     assert "__nv_expf" not in ptx and "__nvvm_reflect" not in ptx
     cubin = ptx_to_cubin(ptx, 90)
     assert elf_of(cubin)["e_machine"] == "EM_CUDA"

@@ -7,41 +7,10 @@ has its own tests against numpy.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import os
-import subprocess
-import sys
-import tempfile
-
 from tilejit import ir
 from tilejit.passes import run_passes
 from tilejit.passes.constants import fold_scalars
-
-
-def filecheck(output: str, checks: str) -> None:
-    """Assert that `output` matches the CHECK lines in `checks` (the `filecheck` package)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        check_path = os.path.join(tmp, "checks.txt")
-        input_path = os.path.join(tmp, "input.ttir")
-        with open(check_path, "w") as f:
-            f.write(checks)
-        with open(input_path, "w") as f:
-            f.write(output)
-        try:
-            from filecheck.matcher import Matcher
-            from filecheck.options import parse_argv_options
-        except ImportError:  # another filecheck version: fall back to its command line
-            proc = subprocess.run([sys.executable, "-m", "filecheck", check_path, "--input-file", input_path],
-                                  capture_output=True, text=True)
-            rc, log = proc.returncode, proc.stdout + proc.stderr
-        else:
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-                rc = Matcher.from_opts(parse_argv_options(["filecheck", check_path, "--input-file",
-                                                           input_path])).run()
-            log = buffer.getvalue()
-    assert rc == 0, f"FileCheck failed:\n{log}\n--- IR ---\n{output}"
+from toolchain_paths import filecheck
 
 
 def run_text(text: str, passes) -> str:
