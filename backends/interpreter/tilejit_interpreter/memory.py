@@ -149,6 +149,10 @@ def element_index(mem: Memory, site: int, slot: int, ptr, mask, size: int, rank:
         bad = (off < 0) | (off > limit)
         if mask is not None:
             bad &= mask
+            if not bad.any():
+                # Only masked-off lanes are outside (they were set to offset 0, itself outside an
+                # allocation smaller than one element): nothing active is touched.
+                return np.zeros(off.shape, np.intp), mask
         lane = _first_lane(bad)
         elem = (int(off.reshape(-1)[lane]) - mem.starts[slot]) // size
         count = (mem.nbytes[slot] - mem.starts[slot]) // size
@@ -213,6 +217,10 @@ def load(mem, site, slot, ptr, mask, other, dtype, rank, aligned=False):
 def _gather(view, index, mask, other, dtype):
     # Every index is checked (masked-off lanes point at a valid element), so 'clip' never clips;
     # it only skips NumPy's own per-element bounds check.
+    if not view.shape[0]:
+        # An empty argument: every lane is masked off (an active one was reported as out of bounds).
+        shape = np.broadcast_shapes(np.shape(index), np.shape(mask))
+        return np.full(shape, other if other is not None else dtype(0), dtype)
     values = view.take(index, mode="clip")
     if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
         return values

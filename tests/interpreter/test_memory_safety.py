@@ -1,0 +1,105 @@
+"""Memory safety of the interpreter (issue 11): only active lanes are checked, so fully masked
+accesses to empty tensors run; a pointer's argument is its provenance, never decoded from an
+offset that moved it into another argument's memory."""
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit.language as tl
+from tilejit.errors import InterpreterError
+
+
+# -- masked accesses to empty tensors ---------------------------------------------------------------
+
+@tilejit.jit
+def masked_copy_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y + offs, tl.load(x + offs, mask=m, other=1.0) * 2, mask=m)
+
+
+@tilejit.jit
+def masked_materialised_kernel(x, y, n, BLOCK: tl.constexpr):
+    # The pointer tensors are loop-carried, so they are built as int64 pointers (no fused path).
+    offs = tl.arange(0, BLOCK)
+    px = x + offs
+    py = y + offs
+    for _ in range(2):
+        m = offs < n
+        tl.store(py, tl.load(px, mask=m) + 1, mask=m)
+        px += BLOCK
+        py += BLOCK
+
+
+@tilejit.jit
+def masked_scalar_kernel(x, y, n):
+    pid = tl.program_id(0)
+    v = tl.load(x + pid, mask=pid < n, other=3.0)
+    tl.store(y + pid, v, mask=pid < n)
+
+
+@tilejit.jit
+def masked_atomic_kernel(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(x + offs, 1.0, mask=m)
+    old = tl.atomic_cas(x + offs * 0, 0.0, 1.0)  # one real address: not masked, out of bounds when n = 0
+    tl.store(out + offs, old, mask=m)
+
+
+@tilejit.jit
+def masked_atomic_only_kernel(x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(x + offs, 1.0, mask=offs < n)
+    tl.atomic_xchg(x + offs, 2.0, mask=offs < n)
+    tl.atomic_max(x + offs, 2.0, mask=offs < n)
+
+
+@tilejit.jit
+def block_pointer_kernel(x, y, n, BLOCK: tl.constexpr):
+    src = tl.make_block_ptr(x, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    dst = tl.make_block_ptr(y, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    tl.store(dst, tl.load(src, boundary_check=(0,)) + 1, boundary_check=(0,))
+
+
+@tilejit.jit
+def masked_dynamic_kernel(a, b, out, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    p = tl.where(offs % 2 == 0, a + offs, b + offs)  # a pointer whose argument is chosen per lane
+    tl.store(out + offs, tl.load(p, mask=m), mask=m)
+
+
+def _empty():
+    return np.zeros(0, np.float32)
+
+
+def test_fully_masked_accesses_to_empty_tensors_run():
+    masked_copy_kernel[(2,)](_empty(), _empty(), 0, BLOCK=16)
+    masked_materialised_kernel[(1,)](_empty(), _empty(), 0, BLOCK=8)
+    masked_scalar_kernel[(3,)](_empty(), _empty(), 0)
+    masked_atomic_only_kernel[(2,)](_empty(), 0, BLOCK=8)
+    block_pointer_kernel[(1,)](_empty(), _empty(), 0, BLOCK=16)
+    masked_dynamic_kernel[(1,)](_empty(), _empty(), _empty(), 0, BLOCK=8)
+
+
+def test_masked_accesses_to_short_tensors_give_correct_values():
+    x = np.arange(5, dtype=np.float32)
+    y = np.zeros(5, np.float32)
+    masked_copy_kernel[(2,)](x, y, 5, BLOCK=16)
+    assert np.array_equal(y, x * 2)
+    y = np.zeros(5, np.float32)
+    block_pointer_kernel[(1,)](x, y, 5, BLOCK=16)
+    assert np.array_equal(y, x + 1)
+    a, b, out = np.arange(3, dtype=np.float32), np.arange(10, 13, dtype=np.float32), np.zeros(3, np.float32)
+    masked_dynamic_kernel[(1,)](a, b, out, 3, BLOCK=8)
+    assert out.tolist() == [0.0, 11.0, 2.0]
+
+
+def test_an_active_lane_into_an_empty_tensor_is_still_an_error():
+    with pytest.raises(InterpreterError, match="out-of-bounds access to argument 'x'"):
+        masked_copy_kernel[(1,)](_empty(), np.zeros(16, np.float32), 1, BLOCK=16)
+    with pytest.raises(InterpreterError, match="argument 'x'"):
+        masked_atomic_kernel[(1,)](_empty(), np.zeros(8, np.float32), 0, BLOCK=8)
+    with pytest.raises(InterpreterError, match="argument 'y'"):
+        masked_scalar_kernel[(1,)](np.ones(1, np.float32), _empty(), 1)
