@@ -103,3 +103,112 @@ def test_an_active_lane_into_an_empty_tensor_is_still_an_error():
         masked_atomic_kernel[(1,)](_empty(), np.zeros(8, np.float32), 0, BLOCK=8)
     with pytest.raises(InterpreterError, match="argument 'y'"):
         masked_scalar_kernel[(1,)](np.ones(1, np.float32), _empty(), 1)
+
+
+# -- pointer provenance -------------------------------------------------------------------------------
+# A pointer chosen per lane between two arguments has no single argument the generator knows of; the
+# interpreter keeps each lane's argument with the pointer (in its high bits, which pointer arithmetic
+# never changes): moving it by 2**40 bytes, the distance between two arguments' encodings, must not
+# make it point into the neighbouring argument.
+
+FAR = 2 ** 38  # elements of 4 bytes: 2**40 bytes
+
+
+@tilejit.jit
+def where_load_kernel(a, b, out, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    p = tl.where(offs % 2 == 0, a + offs, b + offs)
+    tl.store(out + offs, tl.load(p + shift))
+
+
+@tilejit.jit
+def where_store_kernel(a, b, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    p = tl.where(offs % 2 == 0, a + offs, b + offs)
+    tl.store(p + shift, offs.to(tl.float32))
+
+
+@tilejit.jit
+def moved_then_chosen_kernel(a, b, out, shift, BLOCK: tl.constexpr):
+    # The argument is known when the pointer moves; the choice comes after.
+    offs = tl.arange(0, BLOCK)
+    p = tl.where(offs < 2, (a + shift) + offs, b + offs)
+    tl.store(out + offs, tl.load(p))
+
+
+@tilejit.jit
+def branch_chosen_kernel(a, b, out, shift):
+    pid = tl.program_id(0)
+    p = a
+    if pid % 2 == 1:
+        p = b
+    tl.store(out + pid, tl.load(p + pid + shift))
+
+
+@tilejit.jit(noinline=True)
+def _read_far(p, shift, BLOCK: tl.constexpr):
+    return tl.load(p + shift + tl.arange(0, BLOCK))
+
+
+@tilejit.jit
+def callee_kernel(a, b, out, shift, BLOCK: tl.constexpr):
+    tl.store(out + tl.arange(0, BLOCK), _read_far(a, shift, BLOCK))
+
+
+@tilejit.jit(noinline=True)
+def _block_read(p, n, stride, BLOCK: tl.constexpr):
+    # Block offsets are i32; the stride (i64) moves the pointer far.
+    bp = tl.make_block_ptr(p, shape=(n,), strides=(stride,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    return tl.load(bp)
+
+
+@tilejit.jit
+def callee_block_kernel(a, b, out, n, stride, BLOCK: tl.constexpr):
+    tl.store(out + tl.arange(0, BLOCK), _block_read(a, n, stride, BLOCK))
+
+
+def _three():
+    return np.arange(16, dtype=np.float32), np.arange(100, 116, dtype=np.float32), np.zeros(16, np.float32)
+
+
+def test_per_lane_pointer_moved_into_the_next_argument_is_out_of_bounds():
+    a, b, out = _three()
+    where_load_kernel[(1,)](a, b, out, 0, BLOCK=16)
+    assert np.array_equal(out, np.where(np.arange(16) % 2 == 0, a, b))
+    with pytest.raises(InterpreterError, match="out-of-bounds access to argument 'a'"):
+        where_load_kernel[(1,)](a, b, out, FAR, BLOCK=16)
+    with pytest.raises(InterpreterError, match="argument 'a' at a pointer 2\\*\\*39 bytes or more outside"):
+        where_load_kernel[(1,)](a, b, out, -FAR, BLOCK=16)  # the lanes of b would land in a
+
+
+def test_store_through_a_moved_per_lane_pointer_blames_its_own_argument():
+    a, b, _ = _three()
+    with pytest.raises(InterpreterError, match="argument 'a'"):
+        where_store_kernel[(1,)](a, b, FAR, BLOCK=16)
+    assert np.array_equal(b, np.arange(100, 116)), "nothing may be written into another argument"
+
+
+def test_pointer_moved_before_it_is_chosen_keeps_its_argument():
+    a, b, out = _three()
+    with pytest.raises(InterpreterError, match="argument 'a'"):
+        moved_then_chosen_kernel[(1,)](a, b, out, FAR, BLOCK=16)
+
+
+def test_pointer_chosen_by_a_branch_keeps_its_argument():
+    a, b, out = _three()
+    branch_chosen_kernel[(4,)](a, b, out, 0)
+    assert out[:4].tolist() == [0, 101, 2, 103]
+    with pytest.raises(InterpreterError, match="argument 'a'"):
+        branch_chosen_kernel[(4,)](a, b, out, FAR)
+
+
+def test_pointer_passed_to_a_function_keeps_its_argument():
+    a, b, out = _three()
+    callee_kernel[(1,)](a, b, out, 0, BLOCK=16)
+    assert np.array_equal(out, a)
+    with pytest.raises(InterpreterError, match="argument 'a'"):
+        callee_kernel[(1,)](a, b, out, FAR, BLOCK=16)
+    callee_block_kernel[(1,)](a, b, out, 16, 1, BLOCK=16)
+    assert np.array_equal(out, a)
+    with pytest.raises(InterpreterError, match="argument 'a'"):
+        callee_block_kernel[(1,)](a, b, out, 16, FAR, BLOCK=16)

@@ -29,7 +29,7 @@ POINTER_PASSTHROUGH = {"tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims"
                        "tt.gather"}
 
 
-def _is_pointerish(t: ir.Type) -> bool:
+def is_pointerish(t: ir.Type) -> bool:
     return isinstance(ir.element_type(t), (ir.PointerType, ir.TensorDescType))
 
 
@@ -44,7 +44,7 @@ class Analysis:
         for i, a in enumerate(entry.args):
             if args_varying:
                 self.varying.add(a)
-            if _is_pointerish(a.type):
+            if is_pointerish(a.type):
                 self.slots[a] = arg_slots[i] if arg_slots is not None else i + 1
         self.changed = True
         while self.changed:
@@ -65,7 +65,7 @@ class Analysis:
             self.changed = True
 
     def _set_slot(self, v: ir.Value, slot: Optional[int]) -> None:
-        if slot is None or not _is_pointerish(v.type):
+        if slot is None or not is_pointerish(v.type):
             return
         old = self.slots.get(v)
         new = slot if old is None or old == slot else DYNAMIC
@@ -99,7 +99,7 @@ class Analysis:
         varying = op.name in ALWAYS_VARYING or any(v in self.varying for v in op.operands)
         for r in op.results:
             self._mark(r, varying)
-            if _is_pointerish(r.type):
+            if is_pointerish(r.type):
                 self._misalign(r, op.name in ("tt.bitcast", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                                               "tt.atomic_cas", "tt.call")
                                or any(v in self.maybe_misaligned for v in op.operands))
@@ -178,7 +178,7 @@ class Analysis:
 def function_arg_slots(func: ir.Operation):
     """Slots of a kernel's pointer parameters: parameter index + 1 (slot 0 means no argument)."""
     entry = func.regions[0].blocks[0]
-    return [i + 1 if _is_pointerish(a.type) else None for i, a in enumerate(entry.args)]
+    return [i + 1 if is_pointerish(a.type) else None for i, a in enumerate(entry.args)]
 
 
 def largest_tensor(func: ir.Operation) -> int:

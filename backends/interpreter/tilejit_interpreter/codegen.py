@@ -17,7 +17,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
-from .analysis import Analysis, function_arg_slots, largest_tensor, written_slots
+from .analysis import Analysis, is_pointerish, largest_tensor, written_slots
 from .codegen_ops import FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, ValueOpsMixin, py_literal
 from .memory import DYNAMIC
 
@@ -156,8 +156,18 @@ class ProgramGenerator(ValueOpsMixin):
         return f"rt.spread({self.name(v)}, P, {tuple(ir.shape_of(v.type))})"
 
     def coerce(self, src: ir.Value, dst: ir.Value) -> str:
-        """`src` in the representation of `dst` (varying when `dst` is)."""
-        return self.as_varying(src) if self.varying(dst) else self.name(src)
+        """`src` in the representation of `dst` (varying when `dst` is, pinned to its argument when
+        `dst`'s argument is not known statically)."""
+        return self.pinned(src, dst, self.as_varying(src) if self.varying(dst) else self.name(src))
+
+    def pinned(self, src: ir.Value, dst: ir.Value, expr: Optional[str] = None) -> str:
+        """`expr` (the name of pointer `src`) as it flows into `dst`: when `src`'s argument is known
+        and `dst`'s is not, the pointer is pinned to its argument (memory.pin), since from here on
+        its slot bits are its provenance."""
+        expr = self.name(src) if expr is None else expr
+        if is_pointerish(dst.type) and self.analysis.slot(dst) == DYNAMIC and self.analysis.slot(src) > 0:
+            return f"mx.pin({expr}, {self.analysis.slot(src)})"
+        return expr
 
     def assign(self, targets: List[str], exprs: List[str]) -> None:
         """`a, b = x, y`: every right-hand side is evaluated before any target changes."""
@@ -463,12 +473,20 @@ class ProgramGenerator(ValueOpsMixin):
         if fused is not None:
             base, terms, rows = fused
             self.emit(f"rt.store_offsets(mem, {site}, {slot}, {self.name(base)}, {self.fused_offsets(terms, shape)}, "
-                      f"{self.name(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape}"
+                      f"{self.stored(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape}"
                       f"{self.rows_argument(rows)})" + self.where(op))
             return
-        self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.name(value)}, "
+        self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.stored(value)}, "
                   f"{self.masked(mask, len(shape))}, {dtype}, {shape}, {self.analysis.is_aligned(ptr)})"
                   + self.where(op))
+
+    def stored(self, value: ir.Value) -> str:
+        """A stored value; pointers stored as data are pinned to their argument (loaded back, their
+        slot is decoded from their bits)."""
+        slot = self.analysis.slot(value)
+        if is_pointerish(value.type) and slot > 0:
+            return f"mx.pin({self.name(value)}, {slot})"
+        return self.name(value)
 
     def op_tt_descriptor_load(self, op: ir.Operation) -> None:
         desc, *offsets = op.operands
@@ -543,7 +561,8 @@ class ProgramGenerator(ValueOpsMixin):
         if callee_name not in self.callee_names:
             self.callee_names[callee_name] = f"func_{len(self.callee_names)}_{_identifier(callee_name)}"
             self.pending_callees.append(callee)
-        args = "".join(", " + self.as_varying(v) for v in op.operands)
+        callee_args = callee.regions[0].blocks[0].args
+        args = "".join(", " + self.pinned(v, a, self.as_varying(v)) for v, a in zip(op.operands, callee_args))
         outs = [self.fresh(r) for r in op.results]
         call = (f"{self.callee_names[callee_name]}(mem, P, pid0, pid1, pid2, nprog0, nprog1, nprog2, "
                 f"{self.act_expr()}{args})")

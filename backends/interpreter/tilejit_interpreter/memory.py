@@ -9,6 +9,15 @@ so pointer arithmetic is plain integer arithmetic, `pointer >> 40` recovers the 
 offsets before the start, and no pointer ever aliases host memory. The generator knows the slot of
 almost every pointer statically and passes it; `DYNAMIC` asks the helper to decode it per element.
 
+Provenance: the slot bits of a pointer are the argument it was derived from, never the result of
+an offset. A pointer with a static slot is checked against that slot whatever its bits say. Where a
+pointer's slot becomes dynamic (chosen per lane, merged by control flow, passed to a function), the
+generator pins it (`pin`) and every later move keeps its slot bits (`addptr_keeping_slot`): an
+offset that would carry into the slot bits clamps the pointer to the edge of its own slot's window,
+2**39 bytes outside the argument, so it reads as out of bounds of its own argument instead of
+pointing into the next one. Only an integer turned into a pointer (`tt.int_to_ptr`) is decoded
+from its value, as a GPU would use the address.
+
 Every access is checked against the allocation before it touches memory; masked-off lanes are never
 read or written. A violation raises `InterpreterError` naming the kernel, the parameter, the program
 id, the element offset and the kernel's source line.
@@ -32,6 +41,38 @@ _NO_PIDS = (np.zeros(1, np.int32),) * 3
 def slot_base(slot: int) -> int:
     """The pointer value of byte 0 of slot `slot`'s allocation."""
     return (slot << SLOT_SHIFT) + OFFSET_BIAS
+
+
+_WINDOW_TOP = (1 << SLOT_SHIFT) - 1
+
+
+def pin(ptr, slot: int):
+    """Pointers of static slot `slot` about to lose it (merged with others, passed to a function):
+    lanes an offset moved out of the slot's window are clamped to its edge. A block pointer or
+    descriptor (a tuple) pins its base."""
+    if isinstance(ptr, tuple):
+        return (pin(ptr[0], slot),) + ptr[1:]
+    low = slot << SLOT_SHIFT
+    if type(ptr) is _INT64:
+        return ptr if low <= ptr <= low + _WINDOW_TOP else _INT64(min(max(int(ptr), low), low + _WINDOW_TOP))
+    ptr = np.asarray(ptr)
+    if ptr.size and (ptr.min() < low or ptr.max() > low + _WINDOW_TOP):
+        return np.clip(ptr, low, low + _WINDOW_TOP)
+    return ptr
+
+
+def keep_slot(moved, origin):
+    """`moved` (pointers computed from `origin` by an offset) with the slot bits of `origin`."""
+    moved = np.asarray(moved)
+    if not np.any(np.bitwise_xor(moved, origin) >> SLOT_SHIFT):
+        return moved
+    low = (np.asarray(origin) >> SLOT_SHIFT) << SLOT_SHIFT
+    return np.clip(moved, low, low + _WINDOW_TOP)
+
+
+def addptr_keeping_slot(ptr, offset, size: int):
+    """tt.addptr of a pointer whose slot is dynamic: the offset never changes the slot."""
+    return keep_slot(np.multiply(offset, size, dtype=np.int64) + ptr, ptr)
 
 
 class Memory:
@@ -100,8 +141,8 @@ class Memory:
         rank exceeds the IR rank `rank`; else every program did the same, so report the first)."""
         p = 0
         if len(shape) > rank:
-            per_program = int(np.prod(shape[1:], dtype=np.int64))
-            p = lane // max(per_program, 1)
+            lanes_per_program = int(np.prod(shape[1:], dtype=np.int64))
+            p = lane // max(lanes_per_program, 1)
         return tuple(int(pid[p]) if np.ndim(pid) else int(pid) for pid in self.pids)
 
     def error(self, site: int, message: str, program=None) -> InterpreterError:
@@ -154,10 +195,13 @@ def element_index(mem: Memory, site: int, slot: int, ptr, mask, size: int, rank:
                 # allocation smaller than one element): nothing active is touched.
                 return np.zeros(off.shape, np.intp), mask
         lane = _first_lane(bad)
-        elem = (int(off.reshape(-1)[lane]) - mem.starts[slot]) // size
+        byte = int(off.reshape(-1)[lane])
+        elem = (byte - mem.starts[slot]) // size
         count = (mem.nbytes[slot] - mem.starts[slot]) // size
-        raise mem.error(site, f"out-of-bounds access to argument '{mem.names[slot]}' at element offset "
-                        f"{elem} (it holds {count} elements)", mem.program_of(lane, off.shape, rank))
+        where = (f"element offset {elem}" if -OFFSET_BIAS < byte < OFFSET_BIAS - 1
+                 else "a pointer 2**39 bytes or more outside it")
+        raise mem.error(site, f"out-of-bounds access to argument '{mem.names[slot]}' at {where} "
+                        f"(it holds {count} elements)", mem.program_of(lane, off.shape, rank))
     if size > 1 and (off & (size - 1)).any():
         _misaligned(mem, site, slot, off, mask, size, rank)
     return off >> shift, mask
@@ -370,8 +414,8 @@ def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank, rows=
             # Else a copy: the value must not change when the kernel later stores to the same memory.
             return _gather_window(window, mask, other, dtype, fresh or not mem.disjoint())
     if slot == DYNAMIC:
-        return load(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), mask,
-                    other, dtype, rank)
+        pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
+        return load(mem, site, slot, pointers, mask, other, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
@@ -393,8 +437,8 @@ def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows
                 np.copyto(window, value, where=np.asarray(mask, np.bool_))
             return
     if slot == DYNAMIC:
-        return store(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), value,
-                     mask, dtype, rank)
+        pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
+        return store(mem, site, slot, pointers, value, mask, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
     _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
@@ -522,7 +566,7 @@ def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank):
 # ------------------------------------------------------------------------------------------------
 # block pointers and tensor descriptors: (base pointer, shape, strides, offsets) of scalars
 
-def _per_program(x, rank):
+def per_program(x, rank):
     """A scalar component (uniform () or per-program (P,)) shaped to broadcast against (P, *block)."""
     x = np.asarray(x)
     return x.reshape(x.shape + (1,) * rank) if x.ndim else x
@@ -531,14 +575,14 @@ def _per_program(x, rank):
 def block_addresses(base, shape, strides, offsets, block_shape, check_dims, size):
     """Pointers of every element of the block and the in-bounds mask over `check_dims`."""
     rank = len(block_shape)
-    address = _per_program(base, rank).astype(np.int64)
+    address = per_program(base, rank).astype(np.int64)
     mask = None
     for d, n in enumerate(block_shape):
         along = np.arange(n, dtype=np.int64).reshape([1] * d + [n] + [1] * (rank - 1 - d))
-        coord = _per_program(offsets[d], rank).astype(np.int64) + along
-        address = address + coord * (_per_program(strides[d], rank).astype(np.int64) * size)
+        coord = per_program(offsets[d], rank).astype(np.int64) + along
+        address = address + coord * (per_program(strides[d], rank).astype(np.int64) * size)
         if d in check_dims:
-            inside = (coord >= 0) & (coord < _per_program(shape[d], rank).astype(np.int64))
+            inside = (coord >= 0) & (coord < per_program(shape[d], rank).astype(np.int64))
             mask = inside if mask is None else mask & inside
     return address, mask
 
