@@ -17,7 +17,8 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
-from .analysis import Analysis, is_pointerish, largest_tensor, written_slots
+from .analysis import (Analysis, is_pointerish, largest_tensor, suspending_functions, waiting_loops,
+                       written_slots)
 from .codegen_ops import FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, ValueOpsMixin, py_literal
 from .memory import DYNAMIC
 
@@ -74,12 +75,23 @@ class ProgramGenerator(ValueOpsMixin):
     # -- entry point ----------------------------------------------------------------------------
     def generate(self) -> str:
         entry = self.kernel.regions[0].blocks[0]
-        self.function(self.kernel, "kernel", Analysis(self.kernel), act=None)
+        self.analyses = {}
+        for func in self.module.functions:
+            if func is self.kernel:
+                self.analyses[self.kernel_name] = Analysis(func)
+            else:
+                slots = [DYNAMIC] * len(func.regions[0].blocks[0].args)
+                self.analyses[func.attrs.get("sym_name")] = Analysis(func, args_varying=True, arg_slots=slots)
+        # Programs that wait for each other (spin locks, flags) run one program at a time, each a
+        # generator that yields to the others while it waits (scheduler.py); all others in lockstep.
+        self.suspending = suspending_functions(self.module, self.analyses)
+        self.cooperative = self.kernel_name in self.suspending
+        self.function(self.kernel, "program" if self.cooperative else "kernel", self.analyses[self.kernel_name],
+                      act=None)
         while self.pending_callees:
             callee = self.pending_callees.pop()
-            slots = [DYNAMIC] * len(callee.regions[0].blocks[0].args)
-            self.function(callee, self.callee_names[callee.attrs["sym_name"]],
-                          Analysis(callee, args_varying=True, arg_slots=slots), act="act")
+            name = callee.attrs["sym_name"]
+            self.function(callee, self.callee_names[name], self.analyses[name], act="act")
         params = []
         for name, a in zip(self.param_names, entry.args):
             t = a.type
@@ -94,20 +106,32 @@ class ProgramGenerator(ValueOpsMixin):
                'is the mask of active programs under divergent control flow (None: all)."""',
                "import numpy as np",
                "from tilejit.ir import Location as Loc",
-               "from tilejit_interpreter import memory as mx, numerics as nx, runtime as rt",
+               "from tilejit_interpreter import memory as mx, numerics as nx, runtime as rt, scheduler",
                "",
                f"KERNEL_NAME = {self.kernel_name!r}",
-               f"LARGEST_TENSOR = {largest_tensor(self.kernel)}",
+               *self.batch_constants(),
                "# (parameter name, IR type or 'pointer', NumPy dtype of the scalar or of the pointee)",
                "PARAMS = [" + "".join(f"\n    ({n!r}, {k!r}, {d}),"
                                       for n, k, d in [(p[0], p[1], p[2]) for p in params]) + "\n]",
                "# source location and op of every memory access, print and assert (for error messages)",
                "SITES = [" + "".join(f"\n    {s}," for s in self.sites) + "\n]",
                "", *self.constants, ""]
+        if self.cooperative:
+            out.extend([f"def kernel({FUNC_PARAMS}, *args):",
+                        "    scheduler.run_programs(program, mem, P, (pid0, pid1, pid2), (nprog0, nprog1, nprog2), "
+                        "args, PROGRAM_ELEMENTS)", ""])
         for lines in self.functions:
             out.extend(lines)
             out.append("")
         return "\n".join(out)
+
+    def batch_constants(self) -> List[str]:
+        largest = largest_tensor(self.kernel)
+        if not self.cooperative:
+            return [f"LARGEST_TENSOR = {largest}"]
+        # Every program runs alone (P = 1): the launcher's batch is the set of programs resident at
+        # once, as on a GPU, bounded by the scheduler from the elements of one program's values.
+        return ["LARGEST_TENSOR = 1", f"PROGRAM_ELEMENTS = {largest}"]
 
     # -- per function state ---------------------------------------------------------------------
     def function(self, func: ir.Operation, fname: str, analysis: Analysis, act: Optional[str]) -> None:
@@ -119,6 +143,8 @@ class ProgramGenerator(ValueOpsMixin):
         self.fused_pointers: Dict[ir.Value, tuple] = {}
         # Slots this function never writes: a load from them may return a view of the argument.
         self.written = written_slots(func, analysis)
+        # Loops that wait for other programs: each iteration ends with a `yield` to the scheduler.
+        self.waiting = set(waiting_loops(func, analysis)) if self.cooperative else set()
         self.lines: List[str] = []
         self.indent = 1
         self.act = act
@@ -353,6 +379,10 @@ class ProgramGenerator(ValueOpsMixin):
         yields = self.body(after, f"alive{n}" if divergent else self.act)
         if carried:
             self.assign(carried, [self.coerce(y, a) for y, a in zip(yields, before.args)])
+        if op in self.waiting:
+            # Let the other programs run; the scheduler compares (loop, carried values) between
+            # rounds to tell a wait that can end from one that never will.
+            self.emit(f"yield ({self.site(op)}, " + "".join(c + ", " for c in carried) + ")")
         self._pending_pass = False
         self.end_body()
 
@@ -566,6 +596,8 @@ class ProgramGenerator(ValueOpsMixin):
         outs = [self.fresh(r) for r in op.results]
         call = (f"{self.callee_names[callee_name]}(mem, P, pid0, pid1, pid2, nprog0, nprog1, nprog2, "
                 f"{self.act_expr()}{args})")
+        if callee_name in self.suspending:
+            call = "yield from " + call  # the callee may wait for other programs
         self.emit((("".join(o + ", " for o in outs) + "= ") if outs else "") + call)
 
 
