@@ -52,8 +52,9 @@ def _dispatch_table() -> Dict[str, str]:
 class ProgramGenerator(ValueOpsMixin):
     DISPATCH = _dispatch_table()
 
-    def __init__(self, module: ir.Module, param_names: Optional[List[str]] = None):
+    def __init__(self, module: ir.Module, param_names: Optional[List[str]] = None, sanitize: bool = False):
         self.module = module
+        self.sanitize = sanitize
         funcs = module.functions
         if not funcs:
             raise CompilationError("the TTIR module has no tt.func")
@@ -85,7 +86,8 @@ class ProgramGenerator(ValueOpsMixin):
         # Programs that wait for each other (spin locks, flags) run one program at a time, each a
         # generator that yields to the others while it waits (scheduler.py); all others in lockstep.
         self.suspending = suspending_functions(self.module, self.analyses)
-        self.cooperative = self.kernel_name in self.suspending
+        # The sanitizer needs to know which program makes each access: it runs programs one at a time.
+        self.cooperative = self.sanitize or self.kernel_name in self.suspending
         self.function(self.kernel, "program" if self.cooperative else "kernel", self.analyses[self.kernel_name],
                       act=None)
         while self.pending_callees:
@@ -119,7 +121,7 @@ class ProgramGenerator(ValueOpsMixin):
         if self.cooperative:
             out.extend([f"def kernel({FUNC_PARAMS}, *args):",
                         "    scheduler.run_programs(program, mem, P, (pid0, pid1, pid2), (nprog0, nprog1, nprog2), "
-                        "args, PROGRAM_ELEMENTS)", ""])
+                        f"args, PROGRAM_ELEMENTS, sanitize={self.sanitize})", ""])
         for lines in self.functions:
             out.extend(lines)
             out.append("")
@@ -545,7 +547,8 @@ class ProgramGenerator(ValueOpsMixin):
         need_old = bool(r is not None and r.uses)
         call = (f"mx.atomic_rmw(mem, {self.site(op)}, {self.analysis.slot(ptr)}, '{kind}', "
                 f"{self.as_varying(ptr)}, {self.name(value)}, {self.masked(mask, len(shape))}, "
-                f"{nx.dtype_name(nx.memory_dtype(value.type))}, '{self.fmt(value)}', {need_old}, {len(shape)})")
+                f"{nx.dtype_name(nx.memory_dtype(value.type))}, '{self.fmt(value)}', {need_old}, {len(shape)}"
+                f"{self.sem_argument(op)})")
         if r is None:
             self.emit(call)
         elif need_old:
@@ -558,8 +561,15 @@ class ProgramGenerator(ValueOpsMixin):
         shape = tuple(ir.shape_of(value.type))
         call = (f"mx.atomic_cas(mem, {self.site(op)}, {self.analysis.slot(ptr)}, "
                 f"{self.as_varying(ptr)}, {self.name(cmp)}, {self.name(value)}, {self.masked(None, len(shape))}, "
-                f"{nx.dtype_name(nx.memory_dtype(value.type))}, {len(shape)})")
+                f"{nx.dtype_name(nx.memory_dtype(value.type))}, {len(shape)}{self.sem_argument(op)})")
         self.define(op.results[0], f"rt.spread({call}, P, {shape})", op)
+
+    def sem_argument(self, op: ir.Operation) -> str:
+        """`, sem=...` for the sanitizer, which orders programs by the atomics' semantics."""
+        if not self.sanitize:
+            return ""
+        sem = str(op.attrs.get("sem", "acq_rel")).lower()
+        return f", sem={sem!r}"
 
     # -- print, assert, calls -------------------------------------------------------------------
     def op_tt_print(self, op: ir.Operation) -> None:
@@ -614,6 +624,7 @@ def _identifier(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)
 
 
-def generate_program(module: ir.Module, param_names: Optional[List[str]] = None) -> str:
-    """The NumPy program (Python source) of the module's kernel."""
-    return ProgramGenerator(module, param_names).generate()
+def generate_program(module: ir.Module, param_names: Optional[List[str]] = None, sanitize: bool = False) -> str:
+    """The NumPy program (Python source) of the module's kernel (`sanitize`: checked for data races
+    and uninitialised reads, see sanitizer.py)."""
+    return ProgramGenerator(module, param_names, sanitize).generate()

@@ -83,7 +83,7 @@ class Memory:
     """
 
     __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid",
-                 "_disjoint")
+                 "_disjoint", "sanitizer")
 
     def __init__(self, kernel: str, sites):
         self.kernel = kernel
@@ -96,6 +96,7 @@ class Memory:
         self.pids = _NO_PIDS
         self.grid = (1, 1, 1)
         self._disjoint = None
+        self.sanitizer = None       # sanitizer.Sanitizer of a sanitized launch: sees every access
 
     def disjoint(self) -> bool:
         """No two arguments share memory (computed on first use; most launches never ask)."""
@@ -255,6 +256,8 @@ def load(mem, site, slot, ptr, mask, other, dtype, rank, aligned=False):
         return out if other is None or mask is None else np.where(mask, out, other).astype(dtype)
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, size, "read")
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
 
@@ -278,6 +281,8 @@ def store(mem, site, slot, ptr, value, mask, dtype, rank, aligned=False):
         return
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, size, "write")
     _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
 
@@ -407,7 +412,7 @@ def row_view(mem, slot, base, rows, n, dtype, for_store, offsets_dtype=np.int32)
 def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank, rows=None, fresh=True):
     """`fresh=False`: the kernel never writes this slot, so a view of the argument is the value
     unless another argument overlaps it (checked once per launch)."""
-    if rows is not None:
+    if rows is not None and mem.sanitizer is None:
         offsets = np.asarray(offsets)
         window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, False, offsets.dtype)
         if window is not None:
@@ -417,6 +422,8 @@ def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank, rows=
         pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
         return load(mem, site, slot, pointers, mask, other, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, np.dtype(dtype).itemsize, "read")
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
 
@@ -427,7 +434,7 @@ def _gather_window(window, mask, other, dtype, copy=True):
 
 
 def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows=None):
-    if rows is not None:
+    if rows is not None and mem.sanitizer is None:
         offsets = np.asarray(offsets)
         window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, True, offsets.dtype)
         if window is not None:
@@ -440,6 +447,8 @@ def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows
         pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
         return store(mem, site, slot, pointers, value, mask, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, np.dtype(dtype).itemsize, "write")
     _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
 
@@ -489,25 +498,27 @@ def _rounds(index):
     return [by_round[bounds[r]:bounds[r + 1]] for r in range(len(counts))]
 
 
-def _atomic_lanes(mem, site, slot, ptr, mask, shapes, dtype, rank):
+def _atomic_lanes(mem, site, slot, ptr, mask, shapes, dtype, rank, sem):
     shape = np.broadcast_shapes(np.shape(ptr), *shapes, np.shape(mask) if mask is not None else ())
     index, mask = element_index(mem, site, slot, np.broadcast_to(ptr, shape), mask,
                                 np.dtype(dtype).itemsize, rank)
     flat = np.broadcast_to(index, shape).reshape(-1)
     lanes = np.arange(flat.shape[0]) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, flat[lanes], None, np.dtype(dtype).itemsize, "atomic", sem)
     return shape, lanes, flat[lanes]
 
 
-def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, rank):
+def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, rank, sem="acq_rel"):
     if slot == DYNAMIC:
         shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(mask) if mask is not None else ())
         out = np.zeros(shape, dtype)
         for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
-            part = atomic_rmw(mem, site, s, kind, ptr, value, lanes, dtype, fmt, need_old, rank)
+            part = atomic_rmw(mem, site, s, kind, ptr, value, lanes, dtype, fmt, need_old, rank, sem)
             out = np.where(lanes, part, out)
         return out
     shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value)], dtype,
-                                        rank)
+                                        rank, sem)
     view = mem.view(slot, dtype)
     vals = np.broadcast_to(np.asarray(value, dtype), shape).reshape(-1)[lanes]
     emulated = fmt in numerics.EMULATED_FLOATS
@@ -537,16 +548,16 @@ def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, ra
     return old.reshape(shape)
 
 
-def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank):
+def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank, sem="acq_rel"):
     if slot == DYNAMIC:
         shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(compare))
         out = np.zeros(shape, dtype)
         for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
-            part = atomic_cas(mem, site, s, ptr, compare, value, lanes, dtype, rank)
+            part = atomic_cas(mem, site, s, ptr, compare, value, lanes, dtype, rank, sem)
             out = np.where(lanes, part, out)
         return out
     shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value), np.shape(compare)],
-                                        dtype, rank)
+                                        dtype, rank, sem)
     view = mem.view(slot, dtype)
     bits = numerics.unsigned_dtype(np.dtype(dtype).itemsize * 8) if np.dtype(dtype).itemsize > 1 or \
         np.dtype(dtype) != np.bool_ else np.uint8

@@ -242,7 +242,7 @@ def _scalar_index(mem, slot, ptr, view):
 
 
 def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, aligned=False):
-    if type(ptr) is _INT64 and mask is None and not bool_result:
+    if type(ptr) is _INT64 and mask is None and not bool_result and mem.sanitizer is None:
         # A scalar load (one-program kernels, counters): no arrays, no broadcasting.
         view = mem.view(slot, dtype) if slot > 0 else None
         index = _scalar_index(mem, slot, ptr, view) if view is not None else None
@@ -257,7 +257,7 @@ def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, 
 
 
 def store(mem, site, slot, ptr, value, mask, dtype, shape, aligned=False):
-    if type(ptr) is _INT64 and mask is None and slot > 0:
+    if type(ptr) is _INT64 and mask is None and slot > 0 and mem.sanitizer is None:
         view = mem.view(slot, dtype)
         index = _scalar_index(mem, slot, ptr, view)
         if index is not None:

@@ -20,13 +20,18 @@ import types
 import numpy as np
 
 from .launcher import DEFAULT_MAX_BATCH_ELEMENTS
+from .sanitizer import Sanitizer
 
 _GENERATOR = types.GeneratorType
 
 
-def run_programs(program, mem, P: int, pids, nprog, args, program_elements: int) -> None:
+def run_programs(program, mem, P: int, pids, nprog, args, program_elements: int, sanitize: bool = False) -> None:
     """Run programs 0..P-1 of the batch (`pids`: three (P,) arrays) one at a time; `program` is the
-    generated per-program function (a generator function when it may wait)."""
+    generated per-program function (a generator function when it may wait). `sanitize`: every
+    access is checked by a sanitizer.Sanitizer, one per launch."""
+    if sanitize and mem.sanitizer is None:
+        mem.sanitizer = Sanitizer(mem)
+    checker = mem.sanitizer
     pid0, pid1, pid2 = pids
     resident = max(1, DEFAULT_MAX_BATCH_ELEMENTS // max(1, program_elements))
     running = []  # [generator, program index, last yielded state]
@@ -39,18 +44,25 @@ def run_programs(program, mem, P: int, pids, nprog, args, program_elements: int)
             next_program += 1
             progress = True
             mem.pids = (pid0[p:p + 1], pid1[p:p + 1], pid2[p:p + 1])
+            if checker is not None:
+                checker.enter(mem.pids)
             started = program(mem, 1, *mem.pids, *nprog, None, *args)
-            if type(started) is _GENERATOR:
-                state = _resume(started)
-                if state is not None:
-                    running.append([started, p, state])
+            state = _resume(started) if type(started) is _GENERATOR else None
+            if state is not None:
+                running.append([started, p, state])
+            elif checker is not None:
+                checker.leave(mem.pids)
         for entry in list(running):
             generator, p, state = entry
             mem.pids = (pid0[p:p + 1], pid1[p:p + 1], pid2[p:p + 1])
+            if checker is not None:
+                checker.switch(mem.pids)
             new_state = _resume(generator)
             if new_state is None:
                 running.remove(entry)
                 progress = True
+                if checker is not None:
+                    checker.leave(mem.pids)
             elif not _same(new_state, state):
                 entry[2] = new_state
                 progress = True
