@@ -63,6 +63,13 @@ def block_pointer_kernel(x, y, n, BLOCK: tl.constexpr):
 
 
 @tilejit.jit
+def descriptor_kernel(x, y, n, BLOCK: tl.constexpr):
+    dx = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
+    dy = tl.make_tensor_descriptor(y, shape=[n], strides=[1], block_shape=[BLOCK])
+    dy.store([0], dx.load([0]) + 1)
+
+
+@tilejit.jit
 def masked_dynamic_kernel(a, b, out, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n
@@ -80,6 +87,7 @@ def test_fully_masked_accesses_to_empty_tensors_run():
     masked_scalar_kernel[(3,)](_empty(), _empty(), 0)
     masked_atomic_only_kernel[(2,)](_empty(), 0, BLOCK=8)
     block_pointer_kernel[(1,)](_empty(), _empty(), 0, BLOCK=16)
+    descriptor_kernel[(1,)](_empty(), _empty(), 0, BLOCK=16)
     masked_dynamic_kernel[(1,)](_empty(), _empty(), _empty(), 0, BLOCK=8)
 
 
