@@ -145,6 +145,12 @@ class Knobs:
         """TILEJIT_DEBUG: compile kernels with device-side asserts and bounds checks."""
         return _flag("TILEJIT_DEBUG")
 
+    @property
+    def sanitize(self) -> bool:
+        """TILEJIT_SANITIZE: the interpreter checks for data races between programs and for reads of
+        memory marked uninitialised (a compile option of the interpreter, so part of the cache key)."""
+        return _flag("TILEJIT_SANITIZE")
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
@@ -156,7 +162,7 @@ class Knobs:
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "always_compile", "dump_dir", "target", "interpret",
-                 "ptxas", "lld", "debug")
+                 "ptxas", "lld", "debug", "sanitize")
         return {name: getattr(self, name) for name in names}
 
 

@@ -29,7 +29,7 @@ POINTER_PASSTHROUGH = {"tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims"
                        "tt.gather"}
 
 
-def _is_pointerish(t: ir.Type) -> bool:
+def is_pointerish(t: ir.Type) -> bool:
     return isinstance(ir.element_type(t), (ir.PointerType, ir.TensorDescType))
 
 
@@ -44,7 +44,7 @@ class Analysis:
         for i, a in enumerate(entry.args):
             if args_varying:
                 self.varying.add(a)
-            if _is_pointerish(a.type):
+            if is_pointerish(a.type):
                 self.slots[a] = arg_slots[i] if arg_slots is not None else i + 1
         self.changed = True
         while self.changed:
@@ -65,7 +65,7 @@ class Analysis:
             self.changed = True
 
     def _set_slot(self, v: ir.Value, slot: Optional[int]) -> None:
-        if slot is None or not _is_pointerish(v.type):
+        if slot is None or not is_pointerish(v.type):
             return
         old = self.slots.get(v)
         new = slot if old is None or old == slot else DYNAMIC
@@ -99,7 +99,7 @@ class Analysis:
         varying = op.name in ALWAYS_VARYING or any(v in self.varying for v in op.operands)
         for r in op.results:
             self._mark(r, varying)
-            if _is_pointerish(r.type):
+            if is_pointerish(r.type):
                 self._misalign(r, op.name in ("tt.bitcast", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                                               "tt.atomic_cas", "tt.call")
                                or any(v in self.maybe_misaligned for v in op.operands))
@@ -178,7 +178,7 @@ class Analysis:
 def function_arg_slots(func: ir.Operation):
     """Slots of a kernel's pointer parameters: parameter index + 1 (slot 0 means no argument)."""
     entry = func.regions[0].blocks[0]
-    return [i + 1 if _is_pointerish(a.type) else None for i, a in enumerate(entry.args)]
+    return [i + 1 if is_pointerish(a.type) else None for i, a in enumerate(entry.args)]
 
 
 def largest_tensor(func: ir.Operation) -> int:
@@ -215,3 +215,78 @@ def written_slots(func: ir.Operation, analysis: Analysis):
                 return None
             written.add(slot)
     return written
+
+
+# ------------------------------------------------------------------------------------------------
+# programs that wait for each other
+
+# Ops whose results come from memory that other programs may change while a loop spins on them.
+_ATOMIC_OPS = {"tt.atomic_rmw", "tt.atomic_cas", "tt.call"}
+_LOAD_OPS = {"tt.load", "tt.descriptor_load"}
+
+
+def waiting_loops(func: ir.Operation, analysis: Analysis) -> list:
+    """The `scf.while` loops of `func` whose condition depends on memory that another program can
+    change while the loop runs: an atomic's result, or a load of an argument the kernel writes (or
+    of one it cannot name), made inside the loop. On a GPU such a loop ends when another program
+    acts (a spin lock, a flag, a counter); run in lockstep with the other programs it never would."""
+    written = written_slots(func, analysis)
+
+    def reads_shared(op: ir.Operation) -> bool:
+        if op.name in _ATOMIC_OPS:
+            return True
+        if op.name in _LOAD_OPS:
+            slot = analysis.slot(op.operands[0])
+            return written is None or slot < 0 or slot in written
+        return False
+
+    return [op for op in func.walk() if op.name == "scf.while" and _condition_depends_on(op, reads_shared)]
+
+
+def _condition_depends_on(loop: ir.Operation, is_source) -> bool:
+    """Whether the loop's condition depends (through data, control flow or loop-carried values) on
+    a result of an op inside the loop for which `is_source` holds."""
+    before, after = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
+    inner = [op for op in loop.walk() if op is not loop]
+    tainted: Set[ir.Value] = set()
+
+    def taint(values) -> bool:
+        new = [v for v in values if v not in tainted]
+        tainted.update(new)
+        return bool(new)
+
+    changed = True
+    while changed:
+        changed = False
+        for op in inner:
+            hit = is_source(op) or any(v in tainted for v in op.operands)
+            if not hit and op.regions:
+                # A value computed by nested control flow depends on everything used inside it.
+                hit = any(is_source(x) or any(v in tainted for v in x.operands) for x in op.walk() if x is not op)
+            if hit:
+                values = list(op.results)
+                for region in op.regions:
+                    for block in region.blocks:
+                        values.extend(block.args)
+                changed |= taint(values)
+        cond, *forwarded = before.terminator.operands
+        changed |= taint(a for a, f in zip(after.args, forwarded) if f in tainted)
+        changed |= taint(a for a, y in zip(before.args, after.terminator.operands) if y in tainted)
+    return before.terminator.operands[0] in tainted
+
+
+def suspending_functions(module: ir.Module, analyses: dict) -> Set[str]:
+    """Names of the functions that contain a waiting loop or call one that does (transitively):
+    their generated programs are generators that yield to the other programs while they wait."""
+    calls = {f.attrs.get("sym_name"): {str(op.attrs.get("callee", "")).lstrip("@") for op in f.walk()
+                                       if op.name == "tt.call"} for f in module.functions}
+    suspending = {f.attrs.get("sym_name") for f in module.functions
+                  if waiting_loops(f, analyses[f.attrs.get("sym_name")])}
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name not in suspending and callees & suspending:
+                suspending.add(name)
+                changed = True
+    return suspending

@@ -25,6 +25,8 @@ class InterpreterOptions(BaseOptions):
     """num_warps, num_stages, ... are accepted (kernels written for a GPU pass them) and ignored."""
     # Elements per value in one batch of programs: P = max_batch_elements // largest tensor.
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS
+    # Check for data races and uninitialised reads (sanitizer.py); default from TILEJIT_SANITIZE.
+    sanitize: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -39,7 +41,7 @@ def make_numpy_program(src, metadata: dict, options: InterpreterOptions) -> str:
     signature = metadata.get("signature") or {}
     names = [name for name, ty in signature.items() if ty != "constexpr"]
     metadata["max_batch_elements"] = options.max_batch_elements
-    return generate_program(module, names)
+    return generate_program(module, names, sanitize=options.sanitize)
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,6 +64,12 @@ class InterpreterBackend(BaseBackend):
     @staticmethod
     def supports_target(target) -> bool:
         return GPUTarget.parse(target).backend == "interpreter"
+
+    def parse_options(self, options=None):
+        if not isinstance(options, InterpreterOptions) and "sanitize" not in (options or {}):
+            from tilejit.config import knobs
+            options = {**(options or {}), "sanitize": knobs.sanitize}
+        return super().parse_options(options)
 
     def hash(self) -> str:
         return f"{super().hash()}:numpy-{np.__version__}:gen{GENERATOR_VERSION}:{_sources_digest()}"

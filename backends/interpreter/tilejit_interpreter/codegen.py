@@ -17,7 +17,8 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
-from .analysis import Analysis, function_arg_slots, largest_tensor, written_slots
+from .analysis import (Analysis, is_pointerish, largest_tensor, suspending_functions, waiting_loops,
+                       written_slots)
 from .codegen_ops import FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, ValueOpsMixin, py_literal
 from .memory import DYNAMIC
 
@@ -51,8 +52,9 @@ def _dispatch_table() -> Dict[str, str]:
 class ProgramGenerator(ValueOpsMixin):
     DISPATCH = _dispatch_table()
 
-    def __init__(self, module: ir.Module, param_names: Optional[List[str]] = None):
+    def __init__(self, module: ir.Module, param_names: Optional[List[str]] = None, sanitize: bool = False):
         self.module = module
+        self.sanitize = sanitize
         funcs = module.functions
         if not funcs:
             raise CompilationError("the TTIR module has no tt.func")
@@ -74,12 +76,24 @@ class ProgramGenerator(ValueOpsMixin):
     # -- entry point ----------------------------------------------------------------------------
     def generate(self) -> str:
         entry = self.kernel.regions[0].blocks[0]
-        self.function(self.kernel, "kernel", Analysis(self.kernel), act=None)
+        self.analyses = {}
+        for func in self.module.functions:
+            if func is self.kernel:
+                self.analyses[self.kernel_name] = Analysis(func)
+            else:
+                slots = [DYNAMIC] * len(func.regions[0].blocks[0].args)
+                self.analyses[func.attrs.get("sym_name")] = Analysis(func, args_varying=True, arg_slots=slots)
+        # Programs that wait for each other (spin locks, flags) run one program at a time, each a
+        # generator that yields to the others while it waits (scheduler.py); all others in lockstep.
+        self.suspending = suspending_functions(self.module, self.analyses)
+        # The sanitizer needs to know which program makes each access: it runs programs one at a time.
+        self.cooperative = self.sanitize or self.kernel_name in self.suspending
+        self.function(self.kernel, "program" if self.cooperative else "kernel", self.analyses[self.kernel_name],
+                      act=None)
         while self.pending_callees:
             callee = self.pending_callees.pop()
-            slots = [DYNAMIC] * len(callee.regions[0].blocks[0].args)
-            self.function(callee, self.callee_names[callee.attrs["sym_name"]],
-                          Analysis(callee, args_varying=True, arg_slots=slots), act="act")
+            name = callee.attrs["sym_name"]
+            self.function(callee, self.callee_names[name], self.analyses[name], act="act")
         params = []
         for name, a in zip(self.param_names, entry.args):
             t = a.type
@@ -94,20 +108,32 @@ class ProgramGenerator(ValueOpsMixin):
                'is the mask of active programs under divergent control flow (None: all)."""',
                "import numpy as np",
                "from tilejit.ir import Location as Loc",
-               "from tilejit_interpreter import memory as mx, numerics as nx, runtime as rt",
+               "from tilejit_interpreter import memory as mx, numerics as nx, runtime as rt, scheduler",
                "",
                f"KERNEL_NAME = {self.kernel_name!r}",
-               f"LARGEST_TENSOR = {largest_tensor(self.kernel)}",
+               *self.batch_constants(),
                "# (parameter name, IR type or 'pointer', NumPy dtype of the scalar or of the pointee)",
                "PARAMS = [" + "".join(f"\n    ({n!r}, {k!r}, {d}),"
                                       for n, k, d in [(p[0], p[1], p[2]) for p in params]) + "\n]",
                "# source location and op of every memory access, print and assert (for error messages)",
                "SITES = [" + "".join(f"\n    {s}," for s in self.sites) + "\n]",
                "", *self.constants, ""]
+        if self.cooperative:
+            out.extend([f"def kernel({FUNC_PARAMS}, *args):",
+                        "    scheduler.run_programs(program, mem, P, (pid0, pid1, pid2), (nprog0, nprog1, nprog2), "
+                        f"args, PROGRAM_ELEMENTS, sanitize={self.sanitize})", ""])
         for lines in self.functions:
             out.extend(lines)
             out.append("")
         return "\n".join(out)
+
+    def batch_constants(self) -> List[str]:
+        largest = largest_tensor(self.kernel)
+        if not self.cooperative:
+            return [f"LARGEST_TENSOR = {largest}"]
+        # Every program runs alone (P = 1): the launcher's batch is the set of programs resident at
+        # once, as on a GPU, bounded by the scheduler from the elements of one program's values.
+        return ["LARGEST_TENSOR = 1", f"PROGRAM_ELEMENTS = {largest}"]
 
     # -- per function state ---------------------------------------------------------------------
     def function(self, func: ir.Operation, fname: str, analysis: Analysis, act: Optional[str]) -> None:
@@ -119,6 +145,8 @@ class ProgramGenerator(ValueOpsMixin):
         self.fused_pointers: Dict[ir.Value, tuple] = {}
         # Slots this function never writes: a load from them may return a view of the argument.
         self.written = written_slots(func, analysis)
+        # Loops that wait for other programs: each iteration ends with a `yield` to the scheduler.
+        self.waiting = set(waiting_loops(func, analysis)) if self.cooperative else set()
         self.lines: List[str] = []
         self.indent = 1
         self.act = act
@@ -156,8 +184,18 @@ class ProgramGenerator(ValueOpsMixin):
         return f"rt.spread({self.name(v)}, P, {tuple(ir.shape_of(v.type))})"
 
     def coerce(self, src: ir.Value, dst: ir.Value) -> str:
-        """`src` in the representation of `dst` (varying when `dst` is)."""
-        return self.as_varying(src) if self.varying(dst) else self.name(src)
+        """`src` in the representation of `dst` (varying when `dst` is, pinned to its argument when
+        `dst`'s argument is not known statically)."""
+        return self.pinned(src, dst, self.as_varying(src) if self.varying(dst) else self.name(src))
+
+    def pinned(self, src: ir.Value, dst: ir.Value, expr: Optional[str] = None) -> str:
+        """`expr` (the name of pointer `src`) as it flows into `dst`: when `src`'s argument is known
+        and `dst`'s is not, the pointer is pinned to its argument (memory.pin), since from here on
+        its slot bits are its provenance."""
+        expr = self.name(src) if expr is None else expr
+        if is_pointerish(dst.type) and self.analysis.slot(dst) == DYNAMIC and self.analysis.slot(src) > 0:
+            return f"mx.pin({expr}, {self.analysis.slot(src)})"
+        return expr
 
     def assign(self, targets: List[str], exprs: List[str]) -> None:
         """`a, b = x, y`: every right-hand side is evaluated before any target changes."""
@@ -343,6 +381,10 @@ class ProgramGenerator(ValueOpsMixin):
         yields = self.body(after, f"alive{n}" if divergent else self.act)
         if carried:
             self.assign(carried, [self.coerce(y, a) for y, a in zip(yields, before.args)])
+        if op in self.waiting:
+            # Let the other programs run; the scheduler compares (loop, carried values) between
+            # rounds to tell a wait that can end from one that never will.
+            self.emit(f"yield ({self.site(op)}, " + "".join(c + ", " for c in carried) + ")")
         self._pending_pass = False
         self.end_body()
 
@@ -463,12 +505,20 @@ class ProgramGenerator(ValueOpsMixin):
         if fused is not None:
             base, terms, rows = fused
             self.emit(f"rt.store_offsets(mem, {site}, {slot}, {self.name(base)}, {self.fused_offsets(terms, shape)}, "
-                      f"{self.name(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape}"
+                      f"{self.stored(value)}, {self.masked(mask, len(shape))}, {dtype}, {shape}"
                       f"{self.rows_argument(rows)})" + self.where(op))
             return
-        self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.name(value)}, "
+        self.emit(f"rt.store(mem, {site}, {slot}, {self.name(ptr)}, {self.stored(value)}, "
                   f"{self.masked(mask, len(shape))}, {dtype}, {shape}, {self.analysis.is_aligned(ptr)})"
                   + self.where(op))
+
+    def stored(self, value: ir.Value) -> str:
+        """A stored value; pointers stored as data are pinned to their argument (loaded back, their
+        slot is decoded from their bits)."""
+        slot = self.analysis.slot(value)
+        if is_pointerish(value.type) and slot > 0:
+            return f"mx.pin({self.name(value)}, {slot})"
+        return self.name(value)
 
     def op_tt_descriptor_load(self, op: ir.Operation) -> None:
         desc, *offsets = op.operands
@@ -497,7 +547,8 @@ class ProgramGenerator(ValueOpsMixin):
         need_old = bool(r is not None and r.uses)
         call = (f"mx.atomic_rmw(mem, {self.site(op)}, {self.analysis.slot(ptr)}, '{kind}', "
                 f"{self.as_varying(ptr)}, {self.name(value)}, {self.masked(mask, len(shape))}, "
-                f"{nx.dtype_name(nx.memory_dtype(value.type))}, '{self.fmt(value)}', {need_old}, {len(shape)})")
+                f"{nx.dtype_name(nx.memory_dtype(value.type))}, '{self.fmt(value)}', {need_old}, {len(shape)}"
+                f"{self.sem_argument(op)})")
         if r is None:
             self.emit(call)
         elif need_old:
@@ -510,8 +561,15 @@ class ProgramGenerator(ValueOpsMixin):
         shape = tuple(ir.shape_of(value.type))
         call = (f"mx.atomic_cas(mem, {self.site(op)}, {self.analysis.slot(ptr)}, "
                 f"{self.as_varying(ptr)}, {self.name(cmp)}, {self.name(value)}, {self.masked(None, len(shape))}, "
-                f"{nx.dtype_name(nx.memory_dtype(value.type))}, {len(shape)})")
+                f"{nx.dtype_name(nx.memory_dtype(value.type))}, {len(shape)}{self.sem_argument(op)})")
         self.define(op.results[0], f"rt.spread({call}, P, {shape})", op)
+
+    def sem_argument(self, op: ir.Operation) -> str:
+        """`, sem=...` for the sanitizer, which orders programs by the atomics' semantics."""
+        if not self.sanitize:
+            return ""
+        sem = str(op.attrs.get("sem", "acq_rel")).lower()
+        return f", sem={sem!r}"
 
     # -- print, assert, calls -------------------------------------------------------------------
     def op_tt_print(self, op: ir.Operation) -> None:
@@ -543,10 +601,13 @@ class ProgramGenerator(ValueOpsMixin):
         if callee_name not in self.callee_names:
             self.callee_names[callee_name] = f"func_{len(self.callee_names)}_{_identifier(callee_name)}"
             self.pending_callees.append(callee)
-        args = "".join(", " + self.as_varying(v) for v in op.operands)
+        callee_args = callee.regions[0].blocks[0].args
+        args = "".join(", " + self.pinned(v, a, self.as_varying(v)) for v, a in zip(op.operands, callee_args))
         outs = [self.fresh(r) for r in op.results]
         call = (f"{self.callee_names[callee_name]}(mem, P, pid0, pid1, pid2, nprog0, nprog1, nprog2, "
                 f"{self.act_expr()}{args})")
+        if callee_name in self.suspending:
+            call = "yield from " + call  # the callee may wait for other programs
         self.emit((("".join(o + ", " for o in outs) + "= ") if outs else "") + call)
 
 
@@ -563,6 +624,7 @@ def _identifier(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)
 
 
-def generate_program(module: ir.Module, param_names: Optional[List[str]] = None) -> str:
-    """The NumPy program (Python source) of the module's kernel."""
-    return ProgramGenerator(module, param_names).generate()
+def generate_program(module: ir.Module, param_names: Optional[List[str]] = None, sanitize: bool = False) -> str:
+    """The NumPy program (Python source) of the module's kernel (`sanitize`: checked for data races
+    and uninitialised reads, see sanitizer.py)."""
+    return ProgramGenerator(module, param_names, sanitize).generate()

@@ -14,6 +14,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
+from .memory import DYNAMIC
 
 INT_BINARY = {
     "arith.addi": "({a} + {b})", "arith.subi": "({a} - {b})", "arith.muli": "({a} * {b})",
@@ -155,11 +156,12 @@ class ValueOpsMixin:
         rank = len(ir.shape_of(op.results[0].type))
         if not ir.shape_of(c.type) and rank and self.varying(c):
             cond = f"rt.cond_for({cond}, {rank})"
-        if isinstance(op.results[0].type, ir.PointerType) and isinstance(op.results[0].type.pointee,
-                                                                          ir.TensorType):
-            self.define(op.results[0], f"rt.merge({cond}, {self.name(a)}, {self.name(b)}, 0)", op)
+        r = op.results[0]
+        a_name, b_name = self.pinned(a, r), self.pinned(b, r)
+        if isinstance(r.type, ir.PointerType) and isinstance(r.type.pointee, ir.TensorType):
+            self.define(r, f"rt.merge({cond}, {a_name}, {b_name}, 0)", op)
             return
-        self.define(op.results[0], f"np.where({cond}, {self.name(a)}, {self.name(b)})", op)
+        self.define(r, f"np.where({cond}, {a_name}, {b_name})", op)
 
     # -- casts ----------------------------------------------------------------------------------
     def op_cast(self, op) -> None:
@@ -284,10 +286,12 @@ class ValueOpsMixin:
         self.define(op.results[0], f"np.transpose({self.name(src)}, {tuple(perm)})", op)
 
     def same_axis(self, op) -> list:
-        """Operand names, made varying together when any of them is (so their shapes agree)."""
+        """Operand names, made varying together when any of them is (so their shapes agree), pointers
+        pinned to their arguments when the result's argument is not known statically."""
+        r = op.results[0]
         if any(self.varying(v) for v in op.operands):
-            return [self.as_varying(v) for v in op.operands]
-        return [self.name(v) for v in op.operands]
+            return [self.pinned(v, r, self.as_varying(v)) for v in op.operands]
+        return [self.pinned(v, r) for v in op.operands]
 
     def op_tt_join(self, op) -> None:
         a, b = self.same_axis(op)
@@ -359,7 +363,11 @@ class ValueOpsMixin:
             terms = terms + (offset,)
             self.fused_pointers[r] = (base, terms, self.row_offsets(offset) if len(terms) == 1 else None)
             return
-        self.define(op.results[0], f"rt.addptr({self.name(ptr)}, {self.name(offset)}, {size})", op)
+        if self.analysis.slot(r) == DYNAMIC:
+            # No single argument: the pointer's slot bits are its provenance, kept by the move.
+            self.define(r, f"mx.addptr_keeping_slot({self.name(ptr)}, {self.name(offset)}, {size})", op)
+            return
+        self.define(r, f"rt.addptr({self.name(ptr)}, {self.name(offset)}, {size})", op)
 
     def row_offsets(self, offset):
         """(lead, first) when `offset` is `lead + make_range(first, ...)` (`lead` a splat scalar, or

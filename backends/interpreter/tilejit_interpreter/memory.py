@@ -9,6 +9,15 @@ so pointer arithmetic is plain integer arithmetic, `pointer >> 40` recovers the 
 offsets before the start, and no pointer ever aliases host memory. The generator knows the slot of
 almost every pointer statically and passes it; `DYNAMIC` asks the helper to decode it per element.
 
+Provenance: the slot bits of a pointer are the argument it was derived from, never the result of
+an offset. A pointer with a static slot is checked against that slot whatever its bits say. Where a
+pointer's slot becomes dynamic (chosen per lane, merged by control flow, passed to a function), the
+generator pins it (`pin`) and every later move keeps its slot bits (`addptr_keeping_slot`): an
+offset that would carry into the slot bits clamps the pointer to the edge of its own slot's window,
+2**39 bytes outside the argument, so it reads as out of bounds of its own argument instead of
+pointing into the next one. Only an integer turned into a pointer (`tt.int_to_ptr`) is decoded
+from its value, as a GPU would use the address.
+
 Every access is checked against the allocation before it touches memory; masked-off lanes are never
 read or written. A violation raises `InterpreterError` naming the kernel, the parameter, the program
 id, the element offset and the kernel's source line.
@@ -34,6 +43,38 @@ def slot_base(slot: int) -> int:
     return (slot << SLOT_SHIFT) + OFFSET_BIAS
 
 
+_WINDOW_TOP = (1 << SLOT_SHIFT) - 1
+
+
+def pin(ptr, slot: int):
+    """Pointers of static slot `slot` about to lose it (merged with others, passed to a function):
+    lanes an offset moved out of the slot's window are clamped to its edge. A block pointer or
+    descriptor (a tuple) pins its base."""
+    if isinstance(ptr, tuple):
+        return (pin(ptr[0], slot),) + ptr[1:]
+    low = slot << SLOT_SHIFT
+    if type(ptr) is _INT64:
+        return ptr if low <= ptr <= low + _WINDOW_TOP else _INT64(min(max(int(ptr), low), low + _WINDOW_TOP))
+    ptr = np.asarray(ptr)
+    if ptr.size and (ptr.min() < low or ptr.max() > low + _WINDOW_TOP):
+        return np.clip(ptr, low, low + _WINDOW_TOP)
+    return ptr
+
+
+def keep_slot(moved, origin):
+    """`moved` (pointers computed from `origin` by an offset) with the slot bits of `origin`."""
+    moved = np.asarray(moved)
+    if not np.any(np.bitwise_xor(moved, origin) >> SLOT_SHIFT):
+        return moved
+    low = (np.asarray(origin) >> SLOT_SHIFT) << SLOT_SHIFT
+    return np.clip(moved, low, low + _WINDOW_TOP)
+
+
+def addptr_keeping_slot(ptr, offset, size: int):
+    """tt.addptr of a pointer whose slot is dynamic: the offset never changes the slot."""
+    return keep_slot(np.multiply(offset, size, dtype=np.int64) + ptr, ptr)
+
+
 class Memory:
     """The arguments of one launch as flat buffers, plus what error messages need.
 
@@ -42,7 +83,7 @@ class Memory:
     """
 
     __slots__ = ("kernel", "names", "buffers", "nbytes", "starts", "views", "sites", "pids", "grid",
-                 "_disjoint")
+                 "_disjoint", "sanitizer")
 
     def __init__(self, kernel: str, sites):
         self.kernel = kernel
@@ -55,6 +96,7 @@ class Memory:
         self.pids = _NO_PIDS
         self.grid = (1, 1, 1)
         self._disjoint = None
+        self.sanitizer = None       # sanitizer.Sanitizer of a sanitized launch: sees every access
 
     def disjoint(self) -> bool:
         """No two arguments share memory (computed on first use; most launches never ask)."""
@@ -100,8 +142,8 @@ class Memory:
         rank exceeds the IR rank `rank`; else every program did the same, so report the first)."""
         p = 0
         if len(shape) > rank:
-            per_program = int(np.prod(shape[1:], dtype=np.int64))
-            p = lane // max(per_program, 1)
+            lanes_per_program = int(np.prod(shape[1:], dtype=np.int64))
+            p = lane // max(lanes_per_program, 1)
         return tuple(int(pid[p]) if np.ndim(pid) else int(pid) for pid in self.pids)
 
     def error(self, site: int, message: str, program=None) -> InterpreterError:
@@ -149,11 +191,18 @@ def element_index(mem: Memory, site: int, slot: int, ptr, mask, size: int, rank:
         bad = (off < 0) | (off > limit)
         if mask is not None:
             bad &= mask
+            if not bad.any():
+                # Only masked-off lanes are outside (they were set to offset 0, itself outside an
+                # allocation smaller than one element): nothing active is touched.
+                return np.zeros(off.shape, np.intp), mask
         lane = _first_lane(bad)
-        elem = (int(off.reshape(-1)[lane]) - mem.starts[slot]) // size
+        byte = int(off.reshape(-1)[lane])
+        elem = (byte - mem.starts[slot]) // size
         count = (mem.nbytes[slot] - mem.starts[slot]) // size
-        raise mem.error(site, f"out-of-bounds access to argument '{mem.names[slot]}' at element offset "
-                        f"{elem} (it holds {count} elements)", mem.program_of(lane, off.shape, rank))
+        where = (f"element offset {elem}" if -OFFSET_BIAS < byte < OFFSET_BIAS - 1
+                 else "a pointer 2**39 bytes or more outside it")
+        raise mem.error(site, f"out-of-bounds access to argument '{mem.names[slot]}' at {where} "
+                        f"(it holds {count} elements)", mem.program_of(lane, off.shape, rank))
     if size > 1 and (off & (size - 1)).any():
         _misaligned(mem, site, slot, off, mask, size, rank)
     return off >> shift, mask
@@ -207,12 +256,18 @@ def load(mem, site, slot, ptr, mask, other, dtype, rank, aligned=False):
         return out if other is None or mask is None else np.where(mask, out, other).astype(dtype)
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, size, "read")
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
 
 def _gather(view, index, mask, other, dtype):
     # Every index is checked (masked-off lanes point at a valid element), so 'clip' never clips;
     # it only skips NumPy's own per-element bounds check.
+    if not view.shape[0]:
+        # An empty argument: every lane is masked off (an active one was reported as out of bounds).
+        shape = np.broadcast_shapes(np.shape(index), np.shape(mask))
+        return np.full(shape, other if other is not None else dtype(0), dtype)
     values = view.take(index, mode="clip")
     if mask is None or (mask.all() if isinstance(mask, np.ndarray) else bool(mask)):
         return values
@@ -226,6 +281,8 @@ def store(mem, site, slot, ptr, value, mask, dtype, rank, aligned=False):
         return
     size = np.dtype(dtype).itemsize
     index, mask = element_index(mem, site, slot, ptr, mask, size, rank, aligned)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, size, "write")
     _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
 
@@ -355,16 +412,18 @@ def row_view(mem, slot, base, rows, n, dtype, for_store, offsets_dtype=np.int32)
 def load_offsets(mem, site, slot, base, offsets, mask, other, dtype, rank, rows=None, fresh=True):
     """`fresh=False`: the kernel never writes this slot, so a view of the argument is the value
     unless another argument overlaps it (checked once per launch)."""
-    if rows is not None:
+    if rows is not None and mem.sanitizer is None:
         offsets = np.asarray(offsets)
         window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, False, offsets.dtype)
         if window is not None:
             # Else a copy: the value must not change when the kernel later stores to the same memory.
             return _gather_window(window, mask, other, dtype, fresh or not mem.disjoint())
     if slot == DYNAMIC:
-        return load(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), mask,
-                    other, dtype, rank)
+        pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
+        return load(mem, site, slot, pointers, mask, other, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, np.dtype(dtype).itemsize, "read")
     return _gather(mem.view(slot, dtype), index, mask, other, dtype)
 
 
@@ -375,7 +434,7 @@ def _gather_window(window, mask, other, dtype, copy=True):
 
 
 def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows=None):
-    if rows is not None:
+    if rows is not None and mem.sanitizer is None:
         offsets = np.asarray(offsets)
         window = row_view(mem, slot, base, rows, offsets.shape[-1], dtype, True, offsets.dtype)
         if window is not None:
@@ -385,9 +444,11 @@ def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, rank, rows
                 np.copyto(window, value, where=np.asarray(mask, np.bool_))
             return
     if slot == DYNAMIC:
-        return store(mem, site, slot, _combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), value,
-                     mask, dtype, rank)
+        pointers = keep_slot(_combine_pointer(base, offsets, np.dtype(dtype).itemsize, rank), per_program(base, rank))
+        return store(mem, site, slot, pointers, value, mask, dtype, rank)
     index, mask = offsets_index(mem, site, slot, base, offsets, mask, np.dtype(dtype).itemsize, rank)
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, index, mask, np.dtype(dtype).itemsize, "write")
     _scatter(mem.view(slot, dtype), index, value, mask, dtype)
 
 
@@ -437,25 +498,27 @@ def _rounds(index):
     return [by_round[bounds[r]:bounds[r + 1]] for r in range(len(counts))]
 
 
-def _atomic_lanes(mem, site, slot, ptr, mask, shapes, dtype, rank):
+def _atomic_lanes(mem, site, slot, ptr, mask, shapes, dtype, rank, sem):
     shape = np.broadcast_shapes(np.shape(ptr), *shapes, np.shape(mask) if mask is not None else ())
     index, mask = element_index(mem, site, slot, np.broadcast_to(ptr, shape), mask,
                                 np.dtype(dtype).itemsize, rank)
     flat = np.broadcast_to(index, shape).reshape(-1)
     lanes = np.arange(flat.shape[0]) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+    if mem.sanitizer is not None:
+        mem.sanitizer.access(site, slot, flat[lanes], None, np.dtype(dtype).itemsize, "atomic", sem)
     return shape, lanes, flat[lanes]
 
 
-def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, rank):
+def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, rank, sem="acq_rel"):
     if slot == DYNAMIC:
         shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(mask) if mask is not None else ())
         out = np.zeros(shape, dtype)
         for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
-            part = atomic_rmw(mem, site, s, kind, ptr, value, lanes, dtype, fmt, need_old, rank)
+            part = atomic_rmw(mem, site, s, kind, ptr, value, lanes, dtype, fmt, need_old, rank, sem)
             out = np.where(lanes, part, out)
         return out
     shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value)], dtype,
-                                        rank)
+                                        rank, sem)
     view = mem.view(slot, dtype)
     vals = np.broadcast_to(np.asarray(value, dtype), shape).reshape(-1)[lanes]
     emulated = fmt in numerics.EMULATED_FLOATS
@@ -485,16 +548,16 @@ def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, ra
     return old.reshape(shape)
 
 
-def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank):
+def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank, sem="acq_rel"):
     if slot == DYNAMIC:
         shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(compare))
         out = np.zeros(shape, dtype)
         for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
-            part = atomic_cas(mem, site, s, ptr, compare, value, lanes, dtype, rank)
+            part = atomic_cas(mem, site, s, ptr, compare, value, lanes, dtype, rank, sem)
             out = np.where(lanes, part, out)
         return out
     shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value), np.shape(compare)],
-                                        dtype, rank)
+                                        dtype, rank, sem)
     view = mem.view(slot, dtype)
     bits = numerics.unsigned_dtype(np.dtype(dtype).itemsize * 8) if np.dtype(dtype).itemsize > 1 or \
         np.dtype(dtype) != np.bool_ else np.uint8
@@ -514,7 +577,7 @@ def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank):
 # ------------------------------------------------------------------------------------------------
 # block pointers and tensor descriptors: (base pointer, shape, strides, offsets) of scalars
 
-def _per_program(x, rank):
+def per_program(x, rank):
     """A scalar component (uniform () or per-program (P,)) shaped to broadcast against (P, *block)."""
     x = np.asarray(x)
     return x.reshape(x.shape + (1,) * rank) if x.ndim else x
@@ -523,14 +586,14 @@ def _per_program(x, rank):
 def block_addresses(base, shape, strides, offsets, block_shape, check_dims, size):
     """Pointers of every element of the block and the in-bounds mask over `check_dims`."""
     rank = len(block_shape)
-    address = _per_program(base, rank).astype(np.int64)
+    address = per_program(base, rank).astype(np.int64)
     mask = None
     for d, n in enumerate(block_shape):
         along = np.arange(n, dtype=np.int64).reshape([1] * d + [n] + [1] * (rank - 1 - d))
-        coord = _per_program(offsets[d], rank).astype(np.int64) + along
-        address = address + coord * (_per_program(strides[d], rank).astype(np.int64) * size)
+        coord = per_program(offsets[d], rank).astype(np.int64) + along
+        address = address + coord * (per_program(strides[d], rank).astype(np.int64) * size)
         if d in check_dims:
-            inside = (coord >= 0) & (coord < _per_program(shape[d], rank).astype(np.int64))
+            inside = (coord >= 0) & (coord < per_program(shape[d], rank).astype(np.int64))
             mask = inside if mask is None else mask & inside
     return address, mask
 

@@ -242,7 +242,7 @@ def _scalar_index(mem, slot, ptr, view):
 
 
 def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, aligned=False):
-    if type(ptr) is _INT64 and mask is None and not bool_result:
+    if type(ptr) is _INT64 and mask is None and not bool_result and mem.sanitizer is None:
         # A scalar load (one-program kernels, counters): no arrays, no broadcasting.
         view = mem.view(slot, dtype) if slot > 0 else None
         index = _scalar_index(mem, slot, ptr, view) if view is not None else None
@@ -257,7 +257,7 @@ def load(mem, site, slot, ptr, mask, other, dtype, shape, P, bool_result=False, 
 
 
 def store(mem, site, slot, ptr, value, mask, dtype, shape, aligned=False):
-    if type(ptr) is _INT64 and mask is None and slot > 0:
+    if type(ptr) is _INT64 and mask is None and slot > 0 and mem.sanitizer is None:
         view = mem.view(slot, dtype)
         index = _scalar_index(mem, slot, ptr, view)
         if index is not None:
@@ -293,9 +293,17 @@ def store_offsets(mem, site, slot, base, offsets, value, mask, dtype, shape, row
                      len(shape), rows)
 
 
+def _block_addresses(slot, base, dims, strides, offsets, shape, check, dtype):
+    address, mask = mx.block_addresses(base, dims, strides, offsets, shape, check, np.dtype(dtype).itemsize)
+    if slot == mx.DYNAMIC:
+        # The base's slot is the block's argument: no offset or stride moves it into another one.
+        address = mx.keep_slot(address, mx.per_program(base, len(shape)))
+    return address, mask
+
+
 def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P, bool_result=False):
     base, dims, strides, offsets = bp[:4]
-    address, mask = mx.block_addresses(base, dims, strides, offsets, shape, check, np.dtype(dtype).itemsize)
+    address, mask = _block_addresses(slot, base, dims, strides, offsets, shape, check, dtype)
     mask = mx.combine_masks(mask, act, len(shape))
     other = None
     if mask is not None:
@@ -305,7 +313,7 @@ def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P
 
 def block_pointer_store(mem, site, slot, bp, value, shape, check, dtype, act):
     base, dims, strides, offsets = bp[:4]
-    address, mask = mx.block_addresses(base, dims, strides, offsets, shape, check, np.dtype(dtype).itemsize)
+    address, mask = _block_addresses(slot, base, dims, strides, offsets, shape, check, dtype)
     mask = mx.combine_masks(mask, act, len(shape))
     store(mem, site, slot, address, value, mask, dtype, shape)
 
