@@ -258,13 +258,16 @@ class MemorySemanticMixin:
         raise ValueError(f"unknown atomic operation {op!r}")
 
     def _float_atomic_minmax(self, op, ptr, val, mask, sem, scope):
-        # IEEE floats order like sign-magnitude integers: for non-negative values a signed integer
-        # max is a float max; for negative values an unsigned integer min is (and vice versa).
+        # IEEE floats order like sign-magnitude integers: for values with a clear sign bit a signed
+        # integer max is a float max; for values with the sign bit set an unsigned integer min is (and
+        # vice versa for min). As Triton, the path is chosen by the sign *bit*, not by `val >= 0`: -0.0
+        # takes the negative path (so max(-1.0, -0.0) is -0.0 and -0.0 < +0.0), and a NaN goes by its
+        # sign (+NaN is above +inf, -NaN below -inf), the same on every backend.
         ity = tl.int32 if val.type.scalar.primitive_bitwidth == 32 else tl.int64
         uty = tl.uint32 if ity == tl.int32 else tl.uint64
         iptr = self.bitcast(ptr, tl.pointer_type(ity))
         ival = self.bitcast(val, ity)
-        non_negative = self.greater_equal(val, 0.0)
+        non_negative = self.greater_equal(ival, 0)
         pos_mask = self.and_(mask, non_negative)
         neg_mask = self.and_(mask, self.not_(non_negative))
         pos = self._rmw(op, iptr, ival, pos_mask, sem, scope)
