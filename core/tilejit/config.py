@@ -151,18 +151,27 @@ class Knobs:
         memory marked uninitialised (a compile option of the interpreter, so part of the cache key)."""
         return _flag("TILEJIT_SANITIZE")
 
+    @property
+    def fp32_default(self) -> str | None:
+        """TILEJIT_F32_DEFAULT, or Triton's TRITON_F32_DEFAULT: the `input_precision` of every fp32
+        `tl.dot` that does not name one ("ieee", "tf32", "tf32x3", ...); it overrides `allow_tf32`, as
+        in Triton. Unset: "tf32" where the target has it, else "ieee"."""
+        raw = _text("TILEJIT_F32_DEFAULT") or _text("TRITON_F32_DEFAULT")
+        return raw.lower() if raw else None
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
         Tool paths are included because another ptxas/ld.lld may emit another binary; the backends'
         own `hash()` adds the tool versions.
         """
-        return f"debug={int(self.debug)};ptxas={self.ptxas or ''};lld={self.lld or ''}"
+        return (f"debug={int(self.debug)};ptxas={self.ptxas or ''};lld={self.lld or ''};"
+                f"f32={self.fp32_default or ''}")
 
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "always_compile", "dump_dir", "target", "interpret",
-                 "ptxas", "lld", "debug", "sanitize")
+                 "ptxas", "lld", "debug", "sanitize", "fp32_default")
         return {name: getattr(self, name) for name in names}
 
 

@@ -83,7 +83,7 @@ CHECK: tt.expand_dims {{.*}} {axis = 0} : (tensor<32xi32>) -> (tensor<1x32xi32>)
 CHECK: tt.broadcast
 CHECK: = scf.for {{.*}} {tt.num_stages = 3} (
 CHECK: ^bb(%{{.*}}: i32, %{{.*}}: tensor<64x32x!tt.ptr<f16>>, %{{.*}}: tensor<64x64xf32>, %{{.*}}: tensor<32x64x!tt.ptr<f16>>):
-CHECK: tt.dot {{.*}} {input_precision = "tf32", max_num_imprecise_acc = 0} : (tensor<64x32xf16>, tensor<32x64xf16>, tensor<64x64xf32>) -> (tensor<64x64xf32>)
+CHECK: tt.dot {{.*}} {inputPrecision = "tf32", maxNumImpreciseAcc = 0} : (tensor<64x32xf16>, tensor<32x64xf16>, tensor<64x64xf32>) -> (tensor<64x64xf32>)
 CHECK: tt.addptr {{.*}} -> (tensor<64x32x!tt.ptr<f16>>)
 CHECK: scf.yield
 CHECK: arith.truncf {{.*}} : (tensor<64x64xf32>) -> (tensor<64x64xf16>)

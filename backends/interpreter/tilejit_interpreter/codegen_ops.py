@@ -327,8 +327,8 @@ class ValueOpsMixin:
 
     def op_tt_dot(self, op) -> None:
         a, b, c = op.operands
-        precision = op.attrs.get("input_precision", "ieee")
-        precision = {0: "tf32", 1: "tf32x3", 2: "ieee"}.get(precision, precision)
+        precision = op.attrs.get("inputPrecision", op.attrs.get("input_precision", "ieee"))
+        precision = {0: "tf32", 1: "tf32x3", 2: "ieee", 3: "bf16x3", 4: "bf16x6"}.get(precision, precision)
         self.define(op.results[0], f"rt.dot({self.name(a)}, {self.name(b)}, {self.name(c)}, '{self.fmt(a)}', "
                     f"'{self.fmt(b)}', '{self.fmt(c)}', '{precision}', {self.dt(c.type)})", op)
 

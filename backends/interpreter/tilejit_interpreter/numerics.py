@@ -205,6 +205,78 @@ def round_to_tf32(x):
     return np.where(np.isfinite(x), rounded.view(np.float32), x)
 
 
+def truncate_to_tf32(x):
+    """The tf32 value an NVIDIA tensor core reads from an fp32 register (mma.sync / wgmma `.tf32`):
+    the low 13 mantissa bits are ignored, i.e. the value is truncated toward zero. Triton feeds fp32
+    registers to a "tf32" dot as they are (its `tl.dot` documentation warns of the truncation)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _tf32_dot(a, b, acc):
+    """One "tf32" dot: truncated inputs, exact products, fp32 accumulation (BLAS order, not the MMA's)."""
+    with np.errstate(all="ignore"):
+        return np.matmul(truncate_to_tf32(a), truncate_to_tf32(b)) + acc
+
+
+def _ieee_dot(a, b, acc):
+    with np.errstate(all="ignore"):
+        return np.matmul(a, b) + acc
+
+
+def _nan_to_zero(x):
+    return np.where(np.isnan(x), np.float32(0), x)
+
+
+def _split_bf16(x, parts: int):
+    """x = hi + mid (+ lo) as Triton's BF16xN split: each part is the remainder rounded (RNE) to bf16."""
+    out = []
+    for i in range(parts):
+        head = bf16_to_f32(f32_to_bf16(x))
+        out.append(head)
+        if i != parts - 1:
+            with np.errstate(all="ignore"):
+                x = (x - head).astype(np.float32)
+    return out
+
+
+def dot_f32(a, b, c, precision: str):
+    """`tl.dot` of float32 inputs (`a`, `b`) and float32 accumulator `c` with Triton's input precisions,
+    as the GPU computes them (Triton's F32DotTC rewrite): the operand rounding and the order of the
+    partial dots are reproduced exactly; the summation order inside one MMA is not (see docs/language.md).
+
+    "ieee": fp32 throughout. "tf32": inputs truncated to tf32. "tf32x3": big = cvt.rna.tf32(x),
+    small = x - big; ((small_a @ big_b) + big_a @ small_b) with NaNs zeroed, + big_a @ big_b, + c.
+    "bf16x3" / "bf16x6": bf16 splits hi/mid(/lo), partial products from the smallest up, NaNs of the
+    correction zeroed, + hi_a @ hi_b, + c."""
+    a, b, c = np.asarray(a, np.float32), np.asarray(b, np.float32), np.asarray(c, np.float32)
+    if precision == "ieee":
+        return _ieee_dot(a, b, c)
+    if precision == "tf32":
+        return _tf32_dot(a, b, c)
+    zero = np.float32(0)
+    with np.errstate(all="ignore"):
+        if precision == "tf32x3":
+            a_big, b_big = round_to_tf32(a), round_to_tf32(b)
+            a_small, b_small = a - a_big, b - b_big
+            small = _tf32_dot(a_big, b_small, _tf32_dot(a_small, b_big, zero))
+            return _tf32_dot(a_big, b_big, _nan_to_zero(small)) + c
+        if precision in ("bf16x3", "bf16x6"):
+            parts = 2 if precision == "bf16x3" else 3
+            pa, pb = _split_bf16(a, parts), _split_bf16(b, parts)
+            hi, mid = 0, 1
+            acc = zero
+            if parts == 3:
+                lo = 2
+                acc = _ieee_dot(pa[mid], pb[mid], acc)
+                acc = _ieee_dot(pa[lo], pb[hi], acc)
+                acc = _ieee_dot(pa[hi], pb[lo], acc)
+            acc = _ieee_dot(pa[mid], pb[hi], acc)
+            acc = _ieee_dot(pa[hi], pb[mid], acc)
+            return _ieee_dot(pa[hi], pb[hi], _nan_to_zero(acc)) + c
+    raise ValueError(f"unknown dot input precision {precision!r}")
+
+
 # ------------------------------------------------------------------------------------------------
 # integer arithmetic with C / PTX semantics
 

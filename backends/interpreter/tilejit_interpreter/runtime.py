@@ -183,10 +183,10 @@ def dot(a, b, c, a_fmt: str, b_fmt: str, c_fmt: str, precision: str, c_dtype):
     wide = np.float64 if "f64" in (a_fmt, b_fmt) else np.float32
     fa = np.asarray(nx.decode_float(a, a_fmt)).astype(wide, copy=False)
     fb = np.asarray(nx.decode_float(b, b_fmt)).astype(wide, copy=False)
-    if precision == "tf32" and a_fmt == "f32" and b_fmt == "f32":
-        fa, fb = nx.round_to_tf32(fa), nx.round_to_tf32(fb)
-    acc = np.matmul(fa, fb)
     addend = np.asarray(nx.decode_float(c, c_fmt)).astype(wide, copy=False)
+    if a_fmt == "f32" and b_fmt == "f32" and c_fmt == "f32":  # input precision: the GPU's numerics
+        return nx.dot_f32(fa, fb, addend, precision)
+    acc = np.matmul(fa, fb)
     if acc.ndim >= addend.ndim and acc.shape[acc.ndim - addend.ndim:] == addend.shape:
         acc += addend  # `acc` is fresh from matmul: accumulate in place, no third tile allocated
     else:

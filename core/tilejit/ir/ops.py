@@ -16,7 +16,7 @@ Operand conventions where they are not obvious:
 - `tt.descriptor_load` desc, offsets×N (i32);  `tt.descriptor_store` desc, value, offsets×N
 - `tt.reduce` / `tt.scan` operands×K, attrs axis (and reverse for scan); one region whose block has
   2K scalar arguments (accumulators then new values) ending in `tt.reduce.return` / `tt.scan.return`
-- `tt.dot` a, b, c  attrs: input_precision (tf32 tf32x3 ieee), max_num_imprecise_acc
+- `tt.dot` a, b, c  attrs: inputPrecision (tf32 tf32x3 ieee bf16x3 bf16x6), maxNumImpreciseAcc
 - `scf.for` lb, ub, step, inits×K; region block args (iv, iter args×K); results×K
 - `scf.if` cond; regions then, else (else has no block when there are no results and no else)
 - `scf.while` inits×K; regions before (ends in scf.condition(cond, args...)) and after (scf.yield)

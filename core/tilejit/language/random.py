@@ -16,10 +16,17 @@ __all__ = [
 ]
 
 N_ROUNDS_DEFAULT = core.constexpr(10)  # the round count Random123 recommends for Philox-4x32
-PHILOX_KEY_A = core.constexpr(0x9E3779B9)  # golden ratio: the Weyl sequence that bumps key 0
-PHILOX_KEY_B = core.constexpr(0xBB67AE85)  # sqrt(3) - 1: bumps key 1
-PHILOX_ROUND_A = core.constexpr(0xD2511F53)  # multiplier of counter word 0
-PHILOX_ROUND_B = core.constexpr(0xCD9E8D57)  # multiplier of counter word 2
+# Philox-4x32: the Weyl increments of the two key words (golden ratio, sqrt(3) - 1) and the
+# multipliers of counter words 0 and 2.
+PHILOX_KEY_A = core.constexpr(0x9E3779B9)
+PHILOX_KEY_B = core.constexpr(0xBB67AE85)
+PHILOX_ROUND_A = core.constexpr(0xD2511F53)
+PHILOX_ROUND_B = core.constexpr(0xCD9E8D57)
+# Philox-4x64 (used when the counters are 64-bit words, as in Triton): the same roles, 64-bit constants.
+PHILOX_KEY_A_64 = core.constexpr(0x9E3779B97F4A7C15)
+PHILOX_KEY_B_64 = core.constexpr(0xBB67AE8584CAA73B)
+PHILOX_ROUND_A_64 = core.constexpr(0xD2E7470EE14C6C93)
+PHILOX_ROUND_B_64 = core.constexpr(0xCA5A826395121157)
 
 
 # -- compile-time helpers --------------------------------------------------------------------------
@@ -52,12 +59,31 @@ def _philox_words(seed, c0, c1, c2, c3, _semantic=None):
 
 
 @core.builtin
-def _as_uint32_offsets(offset, _semantic=None):
-    """`rand`/`randn` take offsets of any 32-bit integer type and reinterpret them as uint32."""
+def _philox_constants(c0, _semantic=None):
+    """(key A, key B, round A, round B) for the word size of the counters: 4x32 or 4x64."""
+    ty = _semantic.to_tensor(c0).type.scalar
+    if ty == core.uint32:
+        return PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUND_A, PHILOX_ROUND_B
+    if ty == core.uint64:
+        return PHILOX_KEY_A_64, PHILOX_KEY_B_64, PHILOX_ROUND_A_64, PHILOX_ROUND_B_64
+    raise TypeError(f"philox_impl: the counters must be uint32 or uint64 words, got {ty}")
+
+
+@core.builtin
+def _offset_words(offset, _semantic=None):
+    """The two uint32 counter words of an offset (as Triton's randint4x): the offset converted to
+    uint32 (a truncation for 64-bit offsets, a sign extension for narrow signed ones), and for 64-bit
+    offsets its upper half, `offset >> 32` (arithmetic for signed offsets), else zeros."""
     offset = _semantic.to_tensor(offset)
-    if offset.type.scalar.primitive_bitwidth == 32 and offset.type.scalar.is_int():
-        return offset.to(core.uint32, bitcast=True, _semantic=_semantic)
-    return offset
+    ty = offset.type.scalar
+    if not ty.is_int():
+        raise TypeError(f"randint: the offsets must be integers, got {ty}")
+    low = _semantic.cast(offset, core.uint32)
+    if ty.primitive_bitwidth > 32:
+        high = _semantic.cast(_semantic.shr(offset, 32), core.uint32)
+    else:
+        high = _semantic.mul(low, 0)
+    return low, high
 
 
 @core.builtin
@@ -83,16 +109,18 @@ def _signed_view(x, _semantic=None):
 
 @jit
 def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
-    """`n_rounds` Philox rounds on the counter (c0, c1, c2, c3) with key (k0, k1); unsigned words."""
+    """`n_rounds` Philox rounds on the counter (c0, c1, c2, c3) with key (k0, k1): uint32 words
+    (Philox-4x32) or uint64 words (Philox-4x64)."""
+    KEY_A, KEY_B, ROUND_A, ROUND_B = _philox_constants(c0)
     for _ in core.static_range(n_rounds):
         _c0, _c2 = c0, c2
-        c0 = core.umulhi(PHILOX_ROUND_B, _c2) ^ c1 ^ k0
-        c2 = core.umulhi(PHILOX_ROUND_A, _c0) ^ c3 ^ k1
-        c1 = PHILOX_ROUND_B * _c2
-        c3 = PHILOX_ROUND_A * _c0
+        c0 = core.umulhi(ROUND_B, _c2) ^ c1 ^ k0
+        c2 = core.umulhi(ROUND_A, _c0) ^ c3 ^ k1
+        c1 = ROUND_B * _c2
+        c3 = ROUND_A * _c0
         # the key schedule: a Weyl sequence
-        k0 = k0 + PHILOX_KEY_A
-        k1 = k1 + PHILOX_KEY_B
+        k0 = k0 + KEY_A
+        k1 = k1 + KEY_B
     return c0, c1, c2, c3
 
 
@@ -105,16 +133,18 @@ def philox(seed, c0, c1, c2, c3, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
 
 @jit
 def randint(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
-    """One block of random uint32 (for 32-bit offsets) from `seed` and `offset`."""
+    """One block of random uint32 from `seed` and `offset` (integers of any width; 64-bit offsets
+    use their upper half as the second counter word)."""
     ret, _, _, _ = randint4x(seed, offset, n_rounds)
     return ret
 
 
 @jit
 def randint4x(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
-    """Four blocks of random unsigned integers: the counter is (offset, 0, 0, 0)."""
-    _0 = offset * 0
-    return philox(seed, offset, _0, _0, _0, n_rounds)
+    """Four blocks of random uint32: the counter is (low 32 bits of offset, high 32 bits, 0, 0)."""
+    low, high = _offset_words(offset)
+    _0 = low * 0
+    return philox(seed, low, high, _0, _0, n_rounds)
 
 
 @jit
@@ -129,7 +159,6 @@ def uint_to_uniform_float(x):
 @jit
 def rand(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
     """Floats uniform in [0, 1) from `seed` and `offset`."""
-    offset = _as_uint32_offsets(offset)
     source = randint(seed, offset, n_rounds)
     return uint_to_uniform_float(source)
 
@@ -137,7 +166,6 @@ def rand(seed, offset, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
 @jit
 def rand4x(seed, offsets, n_rounds: core.constexpr = N_ROUNDS_DEFAULT):
     """Four blocks of floats uniform in [0, 1)."""
-    offsets = _as_uint32_offsets(offsets)
     i1, i2, i3, i4 = randint4x(seed, offsets, n_rounds)
     u1 = uint_to_uniform_float(i1)
     u2 = uint_to_uniform_float(i2)

@@ -350,9 +350,15 @@ class Semantic(MemorySemanticMixin):
         return self.create("arith.shli", [a, b], a.type)
 
     def shr(self, a, b):
+        """`a >> b` on the promoted type. As Triton (`tensor.__rshift__`/`__rrshift__`), the shift kind
+        comes from the signedness of the tensor operand *before* promotion -- the left one, or the
+        right one when the left is a Python number -- so `int32 >> uint32` and `int8 >> uint32` shift
+        arithmetically although their result is uint32."""
+        decider = next((v for v in map(tl._unwrap_if_constexpr, (a, b)) if isinstance(v, tl.tensor)), None)
         a, b = self._bitwise_operands(a, b, ">>")
-        op = "arith.shrui" if a.type.scalar.is_int_unsigned() else "arith.shrsi"
-        return self.create(op, [a, b], a.type)
+        ty = decider.type.scalar if decider is not None else a.type.scalar
+        arithmetic = ty.is_int_signed() and not ty.is_bool()
+        return self.create("arith.shrsi" if arithmetic else "arith.shrui", [a, b], a.type)
 
     def logical_and(self, a, b):
         a, b = self.to_tensor(a), self.to_tensor(b)

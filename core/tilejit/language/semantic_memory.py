@@ -13,6 +13,9 @@ _STORE_CACHE = {"": "none", ".wb": "wb", ".cg": "cg", ".cs": "cs", ".wt": "wt"}
 _EVICTION = {"": "normal", "evict_normal": "normal", "evict_first": "evict_first", "evict_last": "evict_last"}
 _SEM = ("relaxed", "acquire", "release", "acq_rel")
 _SCOPE = ("gpu", "cta", "sys")
+# Triton 3.x's input precisions of an fp32 `tl.dot` on NVIDIA GPUs: the list a backend allows unless its
+# options name another (`allowed_dot_input_precisions`).
+DOT_INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def _const_int(value, what: str) -> int:
@@ -258,13 +261,16 @@ class MemorySemanticMixin:
         raise ValueError(f"unknown atomic operation {op!r}")
 
     def _float_atomic_minmax(self, op, ptr, val, mask, sem, scope):
-        # IEEE floats order like sign-magnitude integers: for non-negative values a signed integer
-        # max is a float max; for negative values an unsigned integer min is (and vice versa).
+        # IEEE floats order like sign-magnitude integers: for values with a clear sign bit a signed
+        # integer max is a float max; for values with the sign bit set an unsigned integer min is (and
+        # vice versa for min). As Triton, the path is chosen by the sign *bit*, not by `val >= 0`: -0.0
+        # takes the negative path (so max(-1.0, -0.0) is -0.0 and -0.0 < +0.0), and a NaN goes by its
+        # sign (+NaN is above +inf, -NaN below -inf), the same on every backend.
         ity = tl.int32 if val.type.scalar.primitive_bitwidth == 32 else tl.int64
         uty = tl.uint32 if ity == tl.int32 else tl.uint64
         iptr = self.bitcast(ptr, tl.pointer_type(ity))
         ival = self.bitcast(val, ity)
-        non_negative = self.greater_equal(val, 0.0)
+        non_negative = self.greater_equal(ival, 0)
         pos_mask = self.and_(mask, non_negative)
         neg_mask = self.and_(mask, self.not_(non_negative))
         pos = self._rmw(op, iptr, ival, pos_mask, sem, scope)
@@ -380,8 +386,6 @@ class MemorySemanticMixin:
                              f"second-to-last of the second ({sb[-2]}))")
         if len(sa) == 3 and sa[0] != sb[0]:
             raise ValueError(f"dot: batch dimensions differ: {sa[0]} and {sb[0]}")
-        if min(sa[-2:] + sb[-2:]) < 16:
-            raise ValueError(f"dot: all non-batch dimensions of both inputs ({sa}, {sb}) must be >= 16")
         if a.type.scalar.is_fp8e4b15() or b.type.scalar.is_fp8e4b15():
             # No MMA reads float8e4b15: as Triton does where fp8 is not native, multiply in float16
             # (exact: every float8e4b15 value is a float16 value).
@@ -405,16 +409,7 @@ class MemorySemanticMixin:
             raise TypeError(f"dot: unsupported operand type {ta}")
         shape = sa[:-1] + [sb[-1]]
         ret_ty = tl.block_type(ret_scalar, shape)
-        allow_tf32 = tl._unwrap_if_constexpr(allow_tf32)
-        precision = tl._unwrap_if_constexpr(input_precision)
-        if precision is not None and allow_tf32 is not None:
-            raise ValueError("dot: only one of input_precision and allow_tf32 can be specified")
-        if precision is None:
-            default = getattr(self.options, "default_dot_input_precision", "tf32")
-            precision = default if allow_tf32 in (None, True) else "ieee"
-        precision = str(precision).lower()
-        if precision not in ("tf32", "tf32x3", "ieee"):
-            raise ValueError(f"dot: input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
+        precision = self.dot_input_precision(input_precision, allow_tf32)
         acc = tl._unwrap_if_constexpr(acc)
         if acc is None:
             acc = self.full(shape, 0, ret_scalar)
@@ -427,8 +422,30 @@ class MemorySemanticMixin:
                 raise TypeError(f"dot: accumulator type {acc.type.scalar} does not match operand type {ta}")
             ret_ty = acc.type
         imprecise = tl._unwrap_if_constexpr(max_num_imprecise_acc) or 0
+        # Triton's attribute names: `inputPrecision = tf32, maxNumImpreciseAcc = 0`.
         return self.create("tt.dot", [a, b, acc], ret_ty,
-                           {"input_precision": precision, "max_num_imprecise_acc": int(imprecise)})
+                           {"inputPrecision": precision, "maxNumImpreciseAcc": int(imprecise)})
+
+    def dot_input_precision(self, input_precision, allow_tf32) -> str:
+        """How an fp32 x fp32 `tl.dot` uses the matrix units, chosen as Triton 3.x does: the argument;
+        else TILEJIT_F32_DEFAULT / TRITON_F32_DEFAULT (which overrides `allow_tf32`); else "tf32" where the
+        target allows it and `allow_tf32` is not False, else "ieee". A backend states what its targets
+        allow through its options (`allowed_dot_input_precisions`); without one, Triton's NVIDIA list.
+        The precision is recorded for every dot (Triton does too) and only matters for fp32 inputs:
+        "tf32" (inputs cut to 10 mantissa bits), "tf32x3" (3 tf32 products of a big/small split),
+        "bf16x3"/"bf16x6" (3 or 6 bf16 products), "ieee" (full fp32)."""
+        from ..config import knobs
+        allow_tf32 = tl._unwrap_if_constexpr(allow_tf32)
+        precision = tl._unwrap_if_constexpr(input_precision)
+        if precision is not None and allow_tf32 is not None:
+            raise ValueError("dot: only one of input_precision and allow_tf32 can be specified")
+        allowed = tuple(getattr(self.options, "allowed_dot_input_precisions", None) or DOT_INPUT_PRECISIONS)
+        if precision is None:
+            supports_tf32 = "tf32" in allowed
+            precision = knobs.fp32_default or ("tf32" if supports_tf32 and allow_tf32 in (None, True) else "ieee")
+        if not isinstance(precision, str) or precision.lower() not in allowed:
+            raise ValueError(f"dot: input_precision must be one of {list(allowed)}, got {precision!r}")
+        return precision.lower()
 
     # -- reductions and scans --------------------------------------------------------------------------
     def _region_op(self, name, inputs: Sequence[tl.tensor], axis, combine: Callable, terminator: str,
