@@ -235,9 +235,10 @@ class Autotuner(KernelInterface):
 
     def _first_valid(self, args, kwargs: dict, configs: list) -> Config:
         """The first config that compiles (the interpreter's choice: no timing)."""
+        meta = {k: v for k, v in kwargs.items() if k != "warmup"}  # compile only, never launch here
         for config in configs:
             try:
-                self.fn.warmup(*args, **kwargs, **config.all_kwargs())
+                self.fn.warmup(*args, **meta, **config.all_kwargs())
             except _CONFIG_ERRORS as exc:
                 self._skip(config, exc)
                 continue
