@@ -31,10 +31,17 @@ _LAZY = {
     "OutOfResources": ("tilejit.errors", "OutOfResources"),
     "InterpreterError": ("tilejit.errors", "InterpreterError"),
     "LaunchError": ("tilejit.errors", "LaunchError"),
+    "TritonError": ("tilejit.errors", "TritonError"),
+    "PTXASError": ("tilejit.errors", "PTXASError"),
+    "set_allocator": ("tilejit.runtime.allocation", "set_allocator"),
+    "reinterpret": ("tilejit.runtime.tensor_wrapper", "reinterpret"),
+    "TensorWrapper": ("tilejit.runtime.tensor_wrapper", "TensorWrapper"),
+    "alias_triton": ("tilejit.alias", "alias_triton"),
+    "TRITON_API_VERSION": ("tilejit.alias", "TRITON_API_VERSION"),
 }
 
 _SUBMODULES = ("language", "testing", "runtime", "backends", "ir", "frontend", "passes", "gpu", "config",
-               "errors", "compiler", "tools")
+               "errors", "compiler", "tools", "alias", "compat")
 
 __all__ = sorted(list(_LAZY) + ["cdiv", "next_power_of_2", "language", "testing", "__version__"])
 

@@ -266,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="compile and run a few kernels on the available backends")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("run", help="run a Python script or module with `import triton` resolving to tilejit",
+                       usage="tilejit run [-m module | script.py] [args ...]")
+    p.add_argument("-m", dest="module", help="run a library module as a script (like python -m)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script, then its arguments")
+    p.set_defaults(func=lambda args: importlib.import_module("tilejit.run_alias").cmd_run(args))
     return parser
 
 

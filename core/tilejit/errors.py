@@ -8,8 +8,12 @@ from __future__ import annotations
 import linecache
 
 
-class TilejitError(Exception):
-    """Base class of every tilejit error."""
+class TritonError(Exception):
+    """Triton's common base of its errors (`triton.TritonError`): code written for Triton catches it."""
+
+
+class TilejitError(TritonError):
+    """Base class of every tilejit error (a `TritonError`, as Triton's errors are)."""
 
 
 def format_source_context(file: str | None, line: int | None, col: int | None,
@@ -84,6 +88,18 @@ class InterpreterError(TilejitError):
             head += f", program {tuple(program_id)}"
         context = format_source_context(file, line, col)
         super().__init__((head + ": " if head else "") + message + (f"\n  at {context}" if context else ""))
+
+
+class PTXASError(TilejitError):
+    """ptxas rejected the generated PTX (Triton's `triton.runtime.errors.PTXASError`)."""
+
+
+class CompileTimeAssertionFailure(CompilationError):
+    """A `tl.static_assert` failed (Triton's `triton.compiler.errors.CompileTimeAssertionFailure`)."""
+
+
+class UnsupportedLanguageConstruct(CompilationError):
+    """Kernel code uses Python that the JIT cannot compile (Triton's name)."""
 
 
 class LaunchError(TilejitError):

@@ -13,6 +13,7 @@ import numpy as np
 
 from tilejit.backends import Launcher
 from tilejit.errors import InterpreterError
+from tilejit.runtime.tensor_wrapper import TensorWrapper
 
 from . import numerics as nx
 from .memory import Memory, slot_base
@@ -78,6 +79,8 @@ def prepare_pointer(arg, name: str) -> _Argument:
     module = type(arg).__module__
     if module.startswith("torch"):
         return _torch_argument(arg, name, True)
+    if isinstance(arg, TensorWrapper):  # `tilejit.reinterpret`: the base's bytes, read as the signature says
+        return prepare_pointer(arg.base, name)
     if hasattr(arg, "__array_interface__"):
         return prepare_pointer(np.asarray(arg), name)
     if hasattr(arg, "__cuda_array_interface__") or hasattr(arg, "__dlpack__"):

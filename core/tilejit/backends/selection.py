@@ -78,6 +78,8 @@ def _target_from_args(args: Sequence, names: Sequence[str] | None) -> GPUTarget 
 
 
 def _safe_owns(cls, arg) -> bool:
+    if type(arg).__name__ == "TensorWrapper":  # `tilejit.reinterpret`: its memory is the base's
+        arg = getattr(arg, "base", arg)
     try:
         return bool(cls.owns(arg))
     except Exception:  # a backend that cannot inspect an object simply does not own it

@@ -52,3 +52,7 @@ if math is not None:
     __all__.append("math")
 if random is not None:
     __all__.append("random")
+
+# `tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice` (Triton 3.x).
+from . import extra  # noqa: E402
+__all__.append("extra")

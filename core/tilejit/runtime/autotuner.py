@@ -1,26 +1,44 @@
 """`@autotune`, `Config` and `@heuristics`, with Triton 3.x semantics.
 
 The autotuner times every (pruned) config with the benchmarker of the backend that runs the kernel
-(`backend.get_benchmarker()`, a wall clock on the interpreter), keeps the fastest per tuning key in
-memory and, with `cache_results=True` or the `autotune_cache` knob, on disk through
-`tilejit.runtime.cache.store_json`.
+(`backend.get_benchmarker()`), keeps the fastest per tuning key in memory and, with
+`cache_results=True` or the `autotune_cache` knob, on disk through `tilejit.runtime.cache.store_json`.
+
+As in Triton, a config that does not compile (a failed `tl.static_assert`, `OutOfResources`, a
+`CompilationError`, `PTXASError`) is skipped with a warning that names it; only when every config
+fails is the first failure raised.
+
+On the interpreter, timings say nothing about the GPU and each config costs a full CPU run, so the
+autotuner takes the first config that compiles instead of timing them all (the first call then costs
+one run, not one per config). `TILEJIT_AUTOTUNE_INTERPRETER=1` (or `Autotuner.bench_on_interpreter =
+True`) times every config on the interpreter too.
 """
 from __future__ import annotations
 
 import builtins
 import hashlib
 import importlib
+import inspect
 import json
+import os
 import time
+import warnings
 
 from tilejit import compiler
-from tilejit.errors import OutOfResources
+from tilejit.errors import CompilationError, OutOfResources, PTXASError
 from tilejit.runtime.args import is_tensor_like
 from tilejit.runtime.jit import JITFunction, KernelInterface
 
 __all__ = ["Config", "Autotuner", "autotune", "Heuristics", "heuristics"]
 
 _QUANTILES = (0.5, 0.2, 0.8)
+# What makes a config invalid rather than the program wrong: it is skipped, as Triton does.
+_CONFIG_ERRORS = (CompilationError, OutOfResources, PTXASError)
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 class Config:
@@ -123,7 +141,14 @@ class Autotuner(KernelInterface):
         self.bench_time = None
         self.nargs = None
         self._restore_copies: dict = {}
+        self.config_errors: list = []  # (config, exception) of the configs skipped at the last tuning
         self.__name__ = getattr(fn, "__name__", "kernel")
+        self.base_fn = fn  # the Python function under any stack of decorators (Triton's attribute)
+        while not inspect.isfunction(self.base_fn) and hasattr(self.base_fn, "fn"):
+            self.base_fn = self.base_fn.fn
+
+    # Time every config on the interpreter too (else the first config that compiles is used).
+    bench_on_interpreter = os.environ.get("TILEJIT_AUTOTUNE_INTERPRETER", "0").lower() in ("1", "true", "on")
 
     # --- hooks around each timed run -------------------------------------------------------------
 
@@ -191,9 +216,34 @@ class Autotuner(KernelInterface):
             bench_kwargs["rep"] = self.num_reps
         try:
             timing = bench(kernel_call, **bench_kwargs)
-        except OutOfResources:
+        except _CONFIG_ERRORS as exc:
+            self._skip(config, exc)
             return [float("inf")] * len(_QUANTILES)
         return list(timing) if isinstance(timing, (list, tuple)) else [float(timing)]
+
+    def _skip(self, config: Config, exc) -> None:
+        self.config_errors.append((config, exc))
+        warnings.warn(f"autotune: kernel '{self.__name__}': config [{config}] skipped: {_first_line(exc)}",
+                      RuntimeWarning, stacklevel=4)
+
+    def _runs_on_interpreter(self) -> bool:
+        tensors = [v for v in (self.nargs or {}).values() if is_tensor_like(v)]
+        try:
+            return compiler._backends().select_target(tensors).backend == "interpreter"
+        except Exception:  # noqa: BLE001 - no target: the launch itself reports it
+            return False
+
+    def _first_valid(self, args, kwargs: dict, configs: list) -> Config:
+        """The first config that compiles (the interpreter's choice: no timing)."""
+        meta = {k: v for k, v in kwargs.items() if k != "warmup"}  # compile only, never launch here
+        for config in configs:
+            try:
+                self.fn.warmup(*args, **meta, **config.all_kwargs())
+            except _CONFIG_ERRORS as exc:
+                self._skip(config, exc)
+                continue
+            return config
+        raise self.config_errors[0][1]
 
     def prune_configs(self, kwargs: dict) -> list:
         pruned = self.configs
@@ -261,12 +311,19 @@ class Autotuner(KernelInterface):
                 self.cache[key] = config
         if config is None:
             pruned = self.prune_configs(kwargs)
-            bench = self._benchmarker()
+            self.config_errors = []
             start = time.perf_counter()
-            timings = {c: self._bench(args, c, kwargs, bench) for c in pruned}
+            if self.user_do_bench is None and not self.bench_on_interpreter and self._runs_on_interpreter():
+                config = self._first_valid(args, kwargs, pruned)
+                self.configs_timings = None
+            else:
+                bench = self._benchmarker()
+                timings = {c: self._bench(args, c, kwargs, bench) for c in pruned}
+                if len(self.config_errors) == len(pruned):
+                    raise self.config_errors[0][1]
+                config = builtins.min(timings, key=timings.get)
+                self.configs_timings = timings
             self.bench_time = time.perf_counter() - start
-            config = builtins.min(timings, key=timings.get)
-            self.configs_timings = timings
             self.cache[key] = config
             # Timed runs may have written into the outputs; zero them again before the real run.
             self.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()}, reset_only=True)

@@ -571,6 +571,9 @@ class JITFunction(KernelInterface):
             stream = options.pop("stream", None)
             if "warmup" in options:
                 warmup = options.pop("warmup")
+            # Triton's launch attributes: accepted; tilejit launches every grid normally (docs/language.md).
+            options.pop("launch_cooperative_grid", None)
+            options.pop("launch_pdl", None)
         if self.debug is not None and "debug" not in options:
             options["debug"] = self.debug
         options_key = tuple(sorted(options.items())) if options else ()

@@ -1,0 +1,57 @@
+"""`tilejit run script.py [args]` / `tilejit run -m module [args]`: run a program the way `python`
+would, with `import triton` resolving to tilejit (`tilejit.alias_triton()` is called first)."""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+
+
+def run(script: str | None = None, module: str | None = None, args=()) -> int:
+    """Run `script` (a path) or `module` as `__main__` with `sys.argv` set as Python sets it; returns
+    the exit status (0, the SystemExit code, or 1 for an uncaught exception, whose traceback is printed)."""
+    from tilejit.alias import alias_triton
+
+    if (script is None) == (module is None):
+        raise ValueError("tilejit run: give a script path or -m module")
+    alias_triton()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    try:
+        if module is not None:
+            sys.argv = [module, *args]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            if not os.path.exists(script):
+                print(f"tilejit run: can't open file '{script}': no such file", file=sys.stderr)
+                return 2
+            sys.argv = [script, *args]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except Exception:  # noqa: BLE001 - report as Python would, with the user's traceback
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+def cmd_run(args) -> int:
+    rest = list(args.args)
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if args.module:
+        return run(module=args.module, args=rest)
+    if not rest:
+        print("tilejit run: give a script path or -m module", file=sys.stderr)
+        return 2
+    return run(script=rest[0], args=rest[1:])
