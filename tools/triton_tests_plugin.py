@@ -20,9 +20,6 @@ Nothing here edits Triton's files: the alias is an import hook, the selection a 
 """
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.util
 import json
 import os
 import signal
@@ -30,6 +27,7 @@ import sys
 import time
 
 import pytest
+from triton_alias import install_triton_alias
 
 _OUT = None
 
@@ -40,182 +38,14 @@ def _write(record: dict) -> None:
     if not path:
         return
     if _OUT is None:
-        _OUT = open(path, "a", encoding="utf-8")
+        _OUT = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the process)
     _OUT.write(json.dumps(record) + "\n")
     _OUT.flush()
 
 
-# ----------------------------------------------------------------------------------------------
-# `import triton` -> tilejit
-
-
-LENIENT = os.environ.get("TRITON_TESTS_LENIENT") == "1"
-
-
-class TritonAPIMissing(Exception):
-    """A Triton name that tilejit does not provide was used (lenient mode only)."""
-
-
-class _MissingBase:
-    _qualname = "triton.?"
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return missing(f"{self._qualname}.{name}")
-
-    def __call__(self, *args, **kwargs):
-        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], _MissingBase):
-            return args[0]  # a missing decorator (@triton.constexpr_function): pass the function on
-        raise TritonAPIMissing(f"{self._qualname} is missing in tilejit")
-
-    def __iter__(self):
-        raise TritonAPIMissing(f"{self._qualname} is missing in tilejit")
-
-    def __repr__(self):
-        return f"<missing {self._qualname}>"
-
-
-def missing(qualname: str):
-    """A placeholder whose class name carries the missing name (so that messages such as pytest's
-    'expected exception must be a BaseException type, not MISSING:triton.TritonError' name it)."""
-    cls = type(f"MISSING:{qualname}", (_MissingBase,), {"_qualname": qualname})
-    return cls()
-
-
-def _lenient_module(module):
-    """Let `module` answer a missing attribute with a placeholder (idempotent)."""
-    old = module.__dict__.get("__getattr__")
-    if getattr(old, "_tt_lenient", False):
-        return module
-    name = module.__name__.replace("tilejit", "triton", 1)
-
-    def __getattr__(attr):
-        if old is not None:
-            try:
-                return old(attr)
-            except AttributeError:
-                pass
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return missing(f"{name}.{attr}")
-
-    __getattr__._tt_lenient = True
-    module.__getattr__ = __getattr__
-    return module
-
-
-# Class attributes that Triton's tests read at import time (lenient mode fills them in when tilejit
-# lacks them; values as in Triton 3.9's triton/language/core.py).
-_LENIENT_CLASS_ATTRS = {("tilejit.language", "dtype", "STANDARD_FP_TYPES"): ["fp16", "bf16", "fp32", "fp64"]}
-
-
-def _lenient_class_attrs(module):
-    for (mod, cls, attr), value in _LENIENT_CLASS_ATTRS.items():
-        if module.__name__ == mod and hasattr(module, cls) and not hasattr(getattr(module, cls), attr):
-            setattr(getattr(module, cls), attr, value)
-
-
-class _AliasLoader(importlib.abc.Loader):
-    """Loads `triton.x.y` as the already-imported module `tilejit.x.y` (the same object)."""
-
-    def __init__(self, target: str):
-        self.target = target
-
-    def create_module(self, spec):
-        module = importlib.import_module(self.target)
-        if LENIENT:
-            _lenient_class_attrs(module)
-            _lenient_module(module)
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-class _MissingModuleLoader(importlib.abc.Loader):
-    """Lenient mode: a `triton.x` submodule that tilejit lacks, every attribute a placeholder."""
-
-    def create_module(self, spec):
-        import types
-        module = types.ModuleType(spec.name)
-        module.__path__ = []
-
-        def __getattr__(attr):
-            if attr.startswith("__"):
-                raise AttributeError(attr)
-            return missing(f"{spec.name}.{attr}")
-
-        module.__getattr__ = __getattr__
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-class _TritonAliasFinder(importlib.abc.MetaPathFinder):
-    """Maps every `triton[.sub]` import to `tilejit[.sub]`; `triton._internal_testing` falls back to
-    Triton's own file from the support folder when tilejit has no such module."""
-
-    def __init__(self, support_dir: str | None):
-        self.support_dir = support_dir
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "triton" and not fullname.startswith("triton."):
-            return None
-        mapped = "tilejit" + fullname[len("triton"):]
-        if _find_spec_safe(mapped) is not None:
-            return importlib.util.spec_from_loader(fullname, _AliasLoader(mapped))
-        if fullname == "triton._internal_testing" and self.support_dir:
-            file = os.path.join(self.support_dir, "_internal_testing.py")
-            if os.path.exists(file):
-                return importlib.util.spec_from_file_location(fullname, file)
-        if LENIENT:
-            return importlib.util.spec_from_loader(fullname, _MissingModuleLoader(), is_package=True)
-        return None  # a real ImportError names the missing triton submodule
-
-
-def _find_spec_safe(name):
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-
-
-def install_triton_alias(support_dir: str | None) -> str:
-    """Make `import triton` resolve to tilejit for this process. Prefers tilejit's own switch."""
-    import tilejit
-
-    support_needed = _find_spec_safe("tilejit._internal_testing") is None
-    official = getattr(tilejit, "alias_triton", None)
-    if official is not None:
-        official()
-        how = "tilejit.alias_triton()"
-        if support_needed and support_dir:
-            # the alias has no _internal_testing: add Triton's helper module under the alias
-            sys.meta_path.insert(0, _InternalTestingOnly(support_dir))
-            how += " + Triton's _internal_testing.py"
-        return how
-    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
-        del sys.modules[name]
-    sys.meta_path.insert(0, _TritonAliasFinder(support_dir))
-    how = "runner shim (sys.meta_path)" + (" + Triton's _internal_testing.py" if support_needed else "")
-    return how + (" [LENIENT: missing names are placeholders]" if LENIENT else "")
-
-
-class _InternalTestingOnly(importlib.abc.MetaPathFinder):
-    def __init__(self, support_dir: str):
-        self.support_dir = support_dir
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "triton._internal_testing":
-            return None
-        file = os.path.join(self.support_dir, "_internal_testing.py")
-        return importlib.util.spec_from_file_location(fullname, file) if os.path.exists(file) else None
-
-
 if os.environ.get("TRITON_TESTS_ALIAS") == "tilejit":
-    _ALIAS_HOW = install_triton_alias(os.environ.get("TRITON_TESTS_SUPPORT"))
+    _ALIAS_HOW = install_triton_alias(os.environ.get("TRITON_TESTS_SUPPORT"),
+                                      lenient=os.environ.get("TRITON_TESTS_LENIENT") == "1")
 else:
     _ALIAS_HOW = "none (real triton)"
 
