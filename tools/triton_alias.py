@@ -176,7 +176,8 @@ def _drop_triton_modules():
 
 def remove_triton_alias():
     """Take the runner's hook out again (the modules imported through it stay where they are)."""
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, (_TritonAliasFinder, _InternalTestingOnly))]
+    ours = (_TritonAliasFinder, _InternalTestingOnly, _LenientFallback)
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, ours)]
     _drop_triton_modules()
 
 
@@ -191,12 +192,19 @@ def install_triton_alias(support_dir: str | None = None, lenient: bool = False) 
     support_needed = _find_spec_safe("tilejit._internal_testing") is None
     official = getattr(tilejit, "alias_triton", None)
     if official is not None:
+        _drop_triton_modules()
         official()
         how = "tilejit.alias_triton()"
         if support_needed and support_dir:
             # the alias has no _internal_testing: add Triton's helper module under the alias
             sys.meta_path.insert(0, _InternalTestingOnly(support_dir))
             how += " + Triton's _internal_testing.py"
+        if lenient:
+            sys.meta_path.append(_LenientFallback())
+            for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+                _lenient_class_attrs(sys.modules[name])
+                _lenient_module(sys.modules[name])
+            how += " [LENIENT: missing modules are placeholders]"
         return how
     _drop_triton_modules()
     sys.meta_path.insert(0, _TritonAliasFinder(support_dir))
@@ -213,3 +221,12 @@ class _InternalTestingOnly(importlib.abc.MetaPathFinder):
             return None
         file = os.path.join(self.support_dir, "_internal_testing.py")
         return importlib.util.spec_from_file_location(fullname, file) if os.path.exists(file) else None
+
+
+class _LenientFallback(importlib.abc.MetaPathFinder):
+    """Last on sys.meta_path: a `triton.x` that nothing else provides becomes a placeholder module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.startswith("triton.") and _STATE["lenient"]:
+            return importlib.util.spec_from_loader(fullname, _MissingModuleLoader(), is_package=True)
+        return None
