@@ -1,0 +1,429 @@
+"""Real Triton libraries, unchanged, through tilejit and through Triton: results and speed.
+
+    python bench/realworld.py [--impl tilejit|triton|both] [--device cpu|cuda] [--ops rms_norm,...]
+
+The library (Liger-Kernel from PyPI) is imported as its users import it: its modules say
+`import triton`, and here that name resolves to tilejit (tilejit.alias_triton() when tilejit has it,
+else the import hook of tools/triton_alias.py) or to the real Triton. With --impl both (the default
+when Triton is installed) the library is imported twice in one process, once bound to each, and
+every op runs on both, forward and backward, on the same inputs:
+
+- each result (output and input gradients) is compared with a plain PyTorch reference written here;
+- on CUDA each op is timed (median of --reps, forward and forward+backward) and the ratio
+  tilejit/Triton is printed per op (issue 12, item 5); on the CPU the two interpreters are timed.
+
+The library is found installed (`import liger_kernel`) or as a wheel in --wheels (default
+$TILEJIT_WHEELS or /work/scratch/wheels): a pure-Python wheel is importable from the zip itself.
+No third-party code is kept in this repository.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+
+LIBRARY_MODULES = ("liger_kernel",)
+
+
+# ----------------------------------------------------------------------------------------------
+# one copy of the library per implementation, in one process
+
+
+class LibraryCopy:
+    """The modules of `liger_kernel.ops.*` imported with `triton` bound to one implementation.
+    `with copy:` puts that copy's `triton*` and `liger_kernel*` modules back into sys.modules, for
+    the imports the library does at call time."""
+
+    def __init__(self, impl: str, op_modules, lenient: bool = False):
+        self.impl = impl
+        _purge()
+        if impl == "tilejit":
+            from triton_alias import install_triton_alias
+            self.alias = install_triton_alias(lenient=lenient)
+        else:
+            from triton_alias import remove_triton_alias
+            remove_triton_alias()
+            self.alias = "real triton"
+        import importlib
+        self.ops = {}
+        self.errors = {}
+        for name in op_modules:
+            try:
+                self.ops[name] = importlib.import_module(f"liger_kernel.ops.{name}")
+            except Exception as exc:  # noqa: BLE001 (a module that does not import is reported per op)
+                self.errors[name] = f"import: {type(exc).__name__}: {exc}"
+        import triton
+        self.version = getattr(triton, "__version__", "?")
+        self.triton_file = getattr(triton, "__file__", "?")
+        self.modules = {k: v for k, v in sys.modules.items() if _ours(k)}
+
+    def __enter__(self):
+        _purge()
+        sys.modules.update(self.modules)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _ours(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in ("triton",) + LIBRARY_MODULES)
+
+
+def _purge():
+    for name in [k for k in sys.modules if _ours(k)]:
+        del sys.modules[name]
+
+
+def find_library(wheels: str) -> str:
+    """Make `liger_kernel` importable; returns where it comes from."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("liger_kernel")
+        if spec is not None:
+            return str(Path(spec.origin).parent)
+    except ImportError:
+        pass
+    found = sorted(glob.glob(os.path.join(wheels, "liger_kernel-*.whl")))
+    if not found:
+        sys.exit(f"liger_kernel is not installed and no liger_kernel-*.whl in {wheels} "
+                 "(pip download --no-deps liger-kernel -d DIR)")
+    # unpacked once (zipimport does not handle the namespace packages the wheel has)
+    target = Path(tempfile.gettempdir()) / "tilejit-realworld" / Path(found[-1]).stem
+    if not (target / "liger_kernel").is_dir():
+        with zipfile.ZipFile(found[-1]) as whl:
+            whl.extractall(target)
+    sys.path.insert(0, str(target))
+    return found[-1]
+
+
+# ----------------------------------------------------------------------------------------------
+# the ops: inputs, the library call, a PyTorch reference
+
+
+@dataclass
+class Case:
+    name: str
+    module: str  # liger_kernel.ops.<module>
+    make: Callable  # (device, dtype, big) -> list of tensors (those with requires_grad get grads)
+    call: Callable  # (module, *inputs) -> tensor or tuple of tensors
+    ref: Callable  # (*inputs) -> same structure
+    tol: float = 1e-4
+
+
+def _rows(big):
+    return (4096, 4096) if big else (16, 256)
+
+
+def _t(*shape, device, dtype, grad=True, scale=1.0):
+    return (torch.randn(*shape, device=device, dtype=dtype) * scale).requires_grad_(grad)
+
+
+def _rms_ref(x, w, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+
+
+def _sparsemax_ref(x):
+    zs, _ = x.sort(-1, descending=True)
+    k = torch.arange(1, x.shape[-1] + 1, device=x.device, dtype=x.dtype)
+    cs = zs.cumsum(-1)
+    kz = (1 + k * zs > cs).sum(-1, keepdim=True)
+    tau = (cs.gather(-1, kz - 1) - 1) / kz
+    return torch.clamp(x - tau, min=0)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), -1)
+
+
+def _jsd_ref(logq, logp, beta=0.5):
+    p, q = logp.exp(), logq.exp()
+    logm = torch.log(beta * p + (1 - beta) * q)
+    return (beta * p * (logp - logm) + (1 - beta) * q * (logq - logm)).sum() / logq.shape[0]
+
+
+def _make_rope(device, dtype, big):
+    b, hq, hk, s, d = (2, 32, 8, 2048, 128) if big else (1, 2, 1, 8, 16)
+    q = _t(b, hq, s, d, device=device, dtype=dtype)
+    k = _t(b, hk, s, d, device=device, dtype=dtype)
+    pos = torch.arange(s, device=device, dtype=torch.float32)
+    freqs = torch.outer(pos, 1.0 / (10000 ** (torch.arange(0, d, 2, device=device).float() / d)))
+    emb = torch.cat((freqs, freqs), -1)[None]
+    return [q, k, emb.cos().to(dtype), emb.sin().to(dtype)]
+
+
+def _rope_ref(q, k, cos, sin):
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+def _make_ce(device, dtype, big):
+    n, v = (4096, 32000) if big else (16, 500)
+    target = torch.randint(0, v, (n,), device=device)
+    target[1] = -100
+    return [_t(n, v, device=device, dtype=dtype), target]
+
+
+def _make_flce(device, dtype, big):
+    n, h, v = (4096, 2048, 32000) if big else (16, 64, 300)
+    return [_t(n, h, device=device, dtype=dtype, scale=0.5), _t(v, h, device=device, dtype=dtype, scale=0.1),
+            torch.randint(0, v, (n,), device=device)]
+
+
+def _make_probs(device, dtype, big, log=True):
+    n, v = (1024, 32000) if big else (8, 300)
+    a = torch.randn(n, v, device=device, dtype=dtype).log_softmax(-1).requires_grad_(True)
+    b = torch.randn(n, v, device=device, dtype=dtype).log_softmax(-1)
+    return [a, b if log else b.exp()]
+
+
+def _make_group_norm(device, dtype, big):
+    b, c, length = (32, 256, 4096) if big else (2, 8, 64)
+    return [_t(b, c, length, device=device, dtype=dtype), _t(c, device=device, dtype=dtype),
+            _t(c, device=device, dtype=dtype)]
+
+
+CASES = [
+    Case("rms_norm", "rms_norm",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt)],
+         lambda m, x, w: m.LigerRMSNormFunction.apply(x, w, 1e-6, 0.0, "llama", False),
+         _rms_ref),
+    Case("fused_add_rms_norm", "fused_add_rms_norm",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt),
+                               _t(_rows(big)[1], device=dev, dtype=dt)],
+         lambda m, x, r, w: m.LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6, 0.0, "llama", False),
+         lambda x, r, w: (_rms_ref(x + r, w), x + r)),
+    Case("layer_norm", "layer_norm",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt),
+                               _t(_rows(big)[1], device=dev, dtype=dt)],
+         lambda m, x, w, b: m.LigerLayerNormFunction.apply(x, w, b, 1e-6),
+         lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, 1e-6)),
+    Case("group_norm", "group_norm", _make_group_norm,
+         lambda m, x, w, b: m.LigerGroupNormFunction.apply(x, w, b, x.shape[1], 4, 1e-6),
+         lambda x, w, b: F.group_norm(x, 4, w, b, 1e-6)),
+    Case("swiglu", "swiglu",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt)],
+         lambda m, a, b: m.LigerSiLUMulFunction.apply(a, b),
+         lambda a, b: F.silu(a) * b),
+    Case("geglu", "geglu",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt)],
+         lambda m, a, b: m.LigerGELUMulFunction.apply(a, b),
+         lambda a, b: F.gelu(a, approximate="tanh") * b),
+    Case("relu_squared", "relu_squared",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
+         lambda m, x: m.LigerReLUSquaredFunction.apply(x),
+         lambda x: F.relu(x) ** 2),
+    Case("dyt", "dyt",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(1, device=dev, dtype=dt),
+                               _t(_rows(big)[1], device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt)],
+         lambda m, x, a, g, b: m.LigerDyTFunction.apply(x, a, g, b),
+         lambda x, a, g, b: g * torch.tanh(a * x) + b),
+    Case("softmax", "softmax",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
+         lambda m, x: m.LigerSoftmaxFunction.apply(x),
+         lambda x: torch.softmax(x, -1)),
+    Case("sparsemax", "sparsemax",
+         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
+         lambda m, x: m.LigerSparsemaxFunction.apply(x, -1),
+         _sparsemax_ref),
+    Case("rope", "rope", _make_rope,
+         lambda m, q, k, c, s: m.LigerRopeFunction.apply(q, k, c, s),
+         _rope_ref),
+    Case("cross_entropy", "cross_entropy", _make_ce,
+         lambda m, x, t: m.LigerCrossEntropyFunction.apply(x, t, None, -100, 0.0, 0.0, "mean")[0],
+         lambda x, t: F.cross_entropy(x, t, ignore_index=-100)),
+    Case("fused_linear_cross_entropy", "fused_linear_cross_entropy", _make_flce,
+         lambda m, x, w, t: m.LigerFusedLinearCrossEntropyFunction.apply(x, w, t)[0],
+         lambda x, w, t: F.cross_entropy(x @ w.T, t), tol=1e-3),
+    Case("kl_div", "kl_div", lambda dev, dt, big: _make_probs(dev, dt, big, log=False),
+         lambda m, a, b: m.LigerKLDivLossFunction.apply(a, b, "batchmean", False, 1e-10),
+         lambda a, b: F.kl_div(a, b, reduction="batchmean")),
+    Case("jsd", "jsd", _make_probs,
+         lambda m, a, b: m.LigerJSDFunction.apply(a, b, None, 0.5),
+         _jsd_ref),
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# running
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def run_once(fn, inputs, grad_seed=0):
+    """Forward and backward of fn on fresh leaf copies of `inputs`: (outputs, input grads)."""
+    leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+    outs = _as_tuple(fn(*leaves))
+    gen = torch.Generator(device="cpu").manual_seed(grad_seed)
+    loss = 0
+    for o in outs:
+        if isinstance(o, torch.Tensor) and o.is_floating_point() and o.requires_grad:
+            weight = torch.randn(o.shape, generator=gen).to(device=o.device, dtype=o.dtype)
+            loss = loss + (o * weight).sum()
+    if isinstance(loss, torch.Tensor):
+        loss.backward()
+    grads = tuple(x.grad for x in leaves if x.requires_grad)
+    return tuple(o.detach() for o in outs if isinstance(o, torch.Tensor)), grads
+
+
+def compare(got, want, tol) -> str | None:
+    """None when every tensor matches (relative to the reference's scale), else what differs."""
+    if len(got) != len(want):
+        return f"{len(got)} tensors, reference {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g is None or w is None:
+            if (g is None) != (w is None):
+                return f"tensor {i}: {'no gradient' if g is None else 'unexpected gradient'}"
+            continue
+        g, w = g.float().cpu(), w.float().cpu()
+        if g.shape != w.shape:
+            return f"tensor {i}: shape {tuple(g.shape)} vs {tuple(w.shape)}"
+        err = (g - w).abs().max().item() / max(w.abs().max().item(), 1e-6)
+        if not err <= tol:
+            return f"tensor {i}: max rel err {err:.2e} > {tol:g}"
+    return None
+
+
+def time_it(fn, device, reps) -> float:
+    """Median seconds of fn() over reps calls (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(reps):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_case(case, lib, inputs, device, reps):
+    """{'status': 'ok'|'wrong'|'error', 'detail', 'fwd', 'fwdbwd', 'first'} for one implementation."""
+    if case.module in lib.errors:
+        return {"status": "error", "detail": lib.errors[case.module]}
+    module = lib.ops[case.module]
+    with lib:
+        try:
+            t0 = time.perf_counter()
+            outs, grads = run_once(lambda *xs: case.call(module, *xs), inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            first = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001 (any failure of the library is a result)
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = next((f"{Path(fr.filename).name}:{fr.lineno}" for fr in reversed(tb)
+                          if "liger_kernel" in fr.filename), "?")
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return {"status": "error", "detail": f"{type(exc).__name__}: {msg[:300]} (liger {where})"}
+        ref_outs, ref_grads = run_once(case.ref, inputs)
+        bad = compare(outs, ref_outs, case.tol) or compare(grads, ref_grads, case.tol)
+        res = {"status": "wrong" if bad else "ok", "detail": bad or "", "first": first}
+        if reps and not bad:
+            leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+            with torch.no_grad():
+                res["fwd"] = time_it(lambda: case.call(module, *leaves), device, reps)
+            res["fwdbwd"] = time_it(lambda: run_once(lambda *xs: case.call(module, *xs), inputs), device, reps)
+        return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--impl", choices=("tilejit", "triton", "both"), default=None,
+                    help="default: both when Triton is installed, else tilejit")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--ops", help="comma-separated op names (default: all)")
+    ap.add_argument("--dtype", default=None, help="float32 (CPU default) or bfloat16/float16 (CUDA default bf16)")
+    ap.add_argument("--big", action="store_true", help="benchmark shapes (default on CUDA)")
+    ap.add_argument("--small", action="store_true", help="small shapes even on CUDA")
+    ap.add_argument("--reps", type=int, default=None, help="timed repetitions (CUDA 50, CPU 1)")
+    ap.add_argument("--torch-first", action="store_true",
+                    help="import torch._dynamo before `triton` is bound (torch's inductor probes "
+                         "triton.backends.compiler / triton.compiler.compiler at import)")
+    ap.add_argument("--lenient", action="store_true",
+                    help="diagnostic: Triton names tilejit lacks become placeholders that raise when "
+                         "used (tools/triton_alias.py), so one missing name does not stop every op")
+    ap.add_argument("--wheels", default=os.environ.get("TILEJIT_WHEELS", "/work/scratch/wheels"))
+    args = ap.parse_args(argv)
+
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # Triton's interpreter; tilejit reads the same switch
+    where = find_library(args.wheels)
+    impls = [args.impl] if args.impl and args.impl != "both" else ["triton", "tilejit"]
+    if args.impl is None:
+        import importlib.util
+        if importlib.util.find_spec("triton") is None:
+            impls = ["tilejit"]
+    cases = [c for c in CASES if not args.ops or c.name in args.ops.split(",")]
+    big = (args.device == "cuda" or args.big) and not args.small
+    dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if args.device == "cuda" else torch.float32)
+    reps = args.reps if args.reps is not None else (50 if args.device == "cuda" else 1)
+    if dtype in (torch.bfloat16, torch.float16):
+        for c in cases:
+            c.tol = max(c.tol, 3e-2)
+
+    if args.torch_first:
+        import importlib
+        importlib.import_module("torch._dynamo")
+    libs = [LibraryCopy(impl, sorted({c.module for c in cases}), args.lenient) for impl in impls]
+    print(f"library: {where}")
+    for lib in libs:
+        print(f"{lib.impl:8} -> triton {lib.version} ({lib.alias}; {lib.triton_file})")
+    print(f"device {args.device}, dtype {str(dtype).replace('torch.', '')}, {'benchmark' if big else 'small'} shapes,"
+          f" {reps} timed reps\n")
+
+    header = f"{'op':28}" + "".join(f"{lib.impl:>10} {'fwd ms':>9} {'f+b ms':>9}" for lib in libs)
+    if len(libs) == 2:
+        header += f" {'fwd ratio':>9} {'f+b ratio':>9}"
+    print(header + "   (ratio = tilejit time / triton time)")
+    failures = []
+    for case in cases:
+        torch.manual_seed(0)
+        inputs = case.make(args.device, dtype, big)
+        row = f"{case.name:28}"
+        results = [run_case(case, lib, inputs, args.device, reps) for lib in libs]
+        for lib, res in zip(libs, results):
+            fwd = f"{res['fwd'] * 1e3:9.3f}" if "fwd" in res else f"{'-':>9}"
+            fb = f"{res['fwdbwd'] * 1e3:9.3f}" if "fwdbwd" in res else f"{'-':>9}"
+            row += f"{res['status']:>10} {fwd} {fb}"
+            if res["status"] != "ok":
+                failures.append(f"{case.name} [{lib.impl}]: {res['status']}: {res['detail']}")
+        if len(results) == 2 and all("fwd" in r for r in results):
+            row += f" {results[1]['fwd'] / results[0]['fwd']:9.2f} {results[1]['fwdbwd'] / results[0]['fwdbwd']:9.2f}"
+        print(row, flush=True)
+    if failures:
+        print("\nnot ok:")
+        for line in failures:
+            print("  " + line)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skips Triton's nanobind leak report at interpreter exit (noise, not ours)
