@@ -15,7 +15,8 @@ clocks (the happens-before relation of the C++ memory model, as ThreadSanitizer 
   plain/atomic. Atomics do not race with each other.
 
 Only the last read of a byte is kept, so a read that is not the last one before a racing write may
-go unreported: the sanitizer can miss a race, it does not report one that is not there. Arguments
+go unreported, and a compare-and-swap that fails still counts as a release: the sanitizer can miss
+a race, it does not report one that is not there. Arguments
 are shadowed separately: two arguments over the same memory are not compared.
 
 Uninitialised memory cannot be known for an arbitrary array (np.empty and torch.empty hand out
@@ -57,7 +58,11 @@ def mark_uninitialized(*arrays) -> None:
         address, nbytes = _extent(array)
         key = next(_keys)
         _tracked[key] = [address, nbytes, np.zeros(nbytes, np.bool_)]
-        weakref.finalize(array, _tracked.pop, key, None)  # the memory may be reused once freed
+        # Forget it when the memory's owner is freed (its addresses may be reused), not a view's.
+        owner = array
+        while isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base
+        weakref.finalize(owner, _tracked.pop, key, None)
 
 
 def mark_initialized(*arrays) -> None:
