@@ -168,3 +168,12 @@ def test_normal_mode_keeps_the_vectorised_program():
     programs = [c.asm["py"] for per_target in add_kernel.cache.values() for c, _ in per_target.values()]
     assert any("scheduler.run_programs" not in p for p in programs)
     assert any("sanitize=True" in p for p in programs)
+
+
+def test_marking_a_view_tracks_the_memory_while_its_owner_lives():
+    base = np.empty(64, np.float32)
+    sanitizer.mark_uninitialized(base[16:48])  # the view itself is dropped at once
+    dst = np.zeros(32, np.float32)
+    read_then_write_kernel[(1,)](base[:16], dst, BLOCK=16, sanitize=True)  # outside the marked part
+    with pytest.raises(InterpreterError, match="argument 'src' at byte offset 0"):
+        read_then_write_kernel[(2,)](base[16:48], dst, BLOCK=16, sanitize=True)

@@ -15,7 +15,8 @@ clocks (the happens-before relation of the C++ memory model, as ThreadSanitizer 
   plain/atomic. Atomics do not race with each other.
 
 Only the last read of a byte is kept, so a read that is not the last one before a racing write may
-go unreported: the sanitizer can miss a race, it does not report one that is not there. Arguments
+go unreported, and a compare-and-swap that fails still counts as a release: the sanitizer can miss
+a race, it does not report one that is not there. Arguments
 are shadowed separately: two arguments over the same memory are not compared.
 
 Uninitialised memory cannot be known for an arbitrary array (np.empty and torch.empty hand out
@@ -57,7 +58,11 @@ def mark_uninitialized(*arrays) -> None:
         address, nbytes = _extent(array)
         key = next(_keys)
         _tracked[key] = [address, nbytes, np.zeros(nbytes, np.bool_)]
-        weakref.finalize(array, _tracked.pop, key, None)  # the memory may be reused once freed
+        # Forget it when the memory's owner is freed (its addresses may be reused), not a view's.
+        owner = array
+        while isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base
+        weakref.finalize(owner, _tracked.pop, key, None)
 
 
 def mark_initialized(*arrays) -> None:
@@ -126,17 +131,16 @@ class Sanitizer:
         gx, gy, gz = mem.grid
         self.programs = gx * gy * gz
         self.shadows: dict = {}
-        self.clocks: dict = {}   # running program -> its vector clock
-        self.released: dict = {}  # (slot, byte) -> the clock released there by atomics
+        # Running program -> _Clock. A program's vector clock is made on its first acquire: until
+        # then it knows only itself, and a kernel without atomics never allocates one.
+        self.clocks: dict = {}
+        self.released: dict = {}  # (slot, byte) -> the vector clock released there by atomics
         self.program = 0
         self.clock = None
 
     # -- programs -------------------------------------------------------------------------------
     def enter(self, pids) -> None:
-        program = self._linear(pids)
-        clock = np.zeros(self.programs, np.int32)
-        clock[program] = 1
-        self.clocks[program] = clock
+        self.clocks[self._linear(pids)] = _Clock()
         self.switch(pids)
 
     def switch(self, pids) -> None:
@@ -166,6 +170,10 @@ class Sanitizer:
         if not first.size:
             return
         at = (first[:, None] + np.arange(size)).reshape(-1)
+        # A run of consecutive bytes (most accesses) indexes the shadow as a slice: views, not copies.
+        key = at
+        if at.size > 1 and int(at[-1]) - int(at[0]) == at.size - 1 and (at[1:] > at[:-1]).all():
+            key = slice(int(at[0]), int(at[-1]) + 1)
         shadow = self.shadows.get(slot)
         if shadow is None:
             shadow = self.shadows[slot] = _Shadow(self.mem.nbytes[slot], self.mem.buffers[slot])
@@ -179,10 +187,10 @@ class Sanitizer:
         for other in against[kind]:
             field = shadow.known(other)
             if field is not None:
-                self._check(site, slot, at, field, verb, _PAST[other])
-        self._record(shadow.field(kind), at, site)
+                self._check(site, slot, at, key, field, verb, _PAST[other])
+        self._record(shadow.field(kind), key, site)
         if kind == "write" and shadow.known("read") is not None:
-            shadow.known("read")[0][at] = _NONE  # later writes are ordered after those reads or raced above
+            shadow.known("read")[0][key] = _NONE  # later writes are ordered after those reads or raced above
         if kind != "read":
             for start, end, initialised in shadow.segments:
                 inside = at[(at >= start) & (at < end)]
@@ -190,22 +198,24 @@ class Sanitizer:
         if kind == "atomic" and sem in _RELEASE:
             self._release(slot, first)
 
-    def _record(self, field, at, site) -> None:
-        field[0][at] = self.program
-        field[1][at] = self.clock[self.program]
-        field[2][at] = site
+    def _record(self, field, key, site) -> None:
+        field[0][key] = self.program
+        field[1][key] = self.clock.own
+        field[2][key] = site
 
-    def _check(self, site, slot, at, field, verb, their_verb) -> None:
-        owners = field[0][at]
+    def _check(self, site, slot, at, key, field, verb, their_verb) -> None:
+        """`at`: the bytes accessed; `key`: the same as an index (the array, or a slice of a run)."""
+        owners = field[0][key]
         other = (owners != _NONE) & (owners != self.program)
         if not other.any():
             return
-        known = self.clock[np.where(other, owners, 0)]
-        racing = other & (field[1][at] > known)
+        vector = self.clock.vector
+        known = vector[np.where(other, owners, 0)] if vector is not None else 0
+        racing = other & (field[1][key] > known)
         if not racing.any():
             return
         k = int(np.argmax(racing))
-        them, their_site = int(owners[k]), int(field[2][at][k])
+        them, their_site = int(owners[k]), int(field[2][key][k])
         loc, _ = self.mem.sites[their_site]
         where = f"{loc.file}:{loc.line}" if loc.line else "an unknown line"
         element = (int(at[k]) - self.mem.starts[slot])
@@ -225,17 +235,36 @@ class Sanitizer:
                                      self._coordinates(self.program))
 
     # -- synchronisation through atomics --------------------------------------------------------
+    def _vector(self):
+        clock = self.clock
+        if clock.vector is None:
+            clock.vector = np.zeros(self.programs, np.int32)
+        clock.vector[self.program] = clock.own
+        return clock.vector
+
     def _acquire(self, slot, first) -> None:
         for byte in np.unique(first).tolist():
             released = self.released.get((slot, byte))
             if released is not None:
-                np.maximum(self.clock, released, out=self.clock)
+                vector = self._vector()
+                np.maximum(vector, released, out=vector)
+                self.clock.own = int(vector[self.program])
 
     def _release(self, slot, first) -> None:
+        vector = self._vector()
         for byte in np.unique(first).tolist():
             released = self.released.get((slot, byte))
             if released is None:
-                self.released[(slot, byte)] = self.clock.copy()
+                self.released[(slot, byte)] = vector.copy()
             else:
-                np.maximum(released, self.clock, out=released)
-        self.clock[self.program] += 1  # what the program does next is not covered by this release
+                np.maximum(released, vector, out=released)
+        self.clock.own += 1  # what the program does next is not covered by this release
+
+
+class _Clock:
+    """A program's own epoch, and its vector clock once it has acquired or released anything."""
+    __slots__ = ("own", "vector")
+
+    def __init__(self):
+        self.own = 1
+        self.vector = None
