@@ -180,9 +180,9 @@ def dot_shape_mismatch(p):
 
 
 @jit
-def dot_too_small(p):
-    a = tl.zeros([8, 8], dtype=tl.float16)
-    c = tl.dot(a, a)  # ERR
+def dot_bad_precision(p):
+    a = tl.zeros([16, 16], dtype=tl.float32)
+    c = tl.dot(a, a, input_precision="fp64")  # ERR
 
 
 @jit

@@ -37,7 +37,7 @@ CASES = [
     (bk.too_many_args, {"p": "*fp32"}, {}, "too many positional arguments"),
     (bk.missing_args, {"p": "*fp32"}, {}, "missing a required argument"),
     (bk.dot_shape_mismatch, {"p": "*fp32"}, {}, "not compatible for matmul"),
-    (bk.dot_too_small, {"p": "*fp32"}, {}, "must be >= 16"),
+    (bk.dot_bad_precision, {"p": "*fp32"}, {}, "input_precision must be one of"),
     (bk.dot_dtype_mismatch, {"p": "*fp32"}, {}, "same dtype"),
     (bk.store_to_non_pointer, {"n": "i32"}, {}, "unsupported ptr type"),
     (bk.load_of_float, {"x": "fp32"}, {}, "unsupported ptr type fp32"),
