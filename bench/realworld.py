@@ -46,8 +46,8 @@ LIBRARY_MODULES = ("liger_kernel",)
 
 class LibraryCopy:
     """The modules of `liger_kernel.ops.*` imported with `triton` bound to one implementation.
-    `with copy:` puts that copy's `triton*` and `liger_kernel*` modules back into sys.modules, for
-    the imports the library does at call time."""
+    `with copy:` puts that copy's `triton*` and `liger_kernel*` modules back into sys.modules, and
+    its import hooks into sys.meta_path, for the imports the library (and Triton) do at call time."""
 
     def __init__(self, impl: str, op_modules, lenient: bool = False):
         self.impl = impl
@@ -71,10 +71,12 @@ class LibraryCopy:
         self.version = getattr(triton, "__version__", "?")
         self.triton_file = getattr(triton, "__file__", "?")
         self.modules = {k: v for k, v in sys.modules.items() if _ours(k)}
+        self.meta_path = list(sys.meta_path)  # with or without the alias hook
 
     def __enter__(self):
         _purge()
         sys.modules.update(self.modules)
+        sys.meta_path[:] = self.meta_path
         return self
 
     def __exit__(self, *exc):
