@@ -9,8 +9,10 @@ when Triton is installed) the library is imported twice in one process, once bou
 every op runs on both, forward and backward, on the same inputs:
 
 - each result (output and input gradients) is compared with a plain PyTorch reference written here;
-- on CUDA each op is timed (median of --reps, forward and forward+backward) and the ratio
-  tilejit/Triton is printed per op (issue 12, item 5); on the CPU the two interpreters are timed.
+- each op is timed: the first call (compiles included), then the median of --reps calls, forward
+  and forward+backward; with both implementations the speed ratio Triton time / tilejit time is
+  printed per op (above 1: tilejit faster). On CUDA that is issue 12's item 5; on the CPU it compares
+  the two interpreters.
 
 The library is found installed (`import liger_kernel`) or as a wheel in --wheels (default
 $TILEJIT_WHEELS or /work/scratch/wheels): a pure-Python wheel is importable from the zip itself.
@@ -46,8 +48,8 @@ LIBRARY_MODULES = ("liger_kernel",)
 
 class LibraryCopy:
     """The modules of `liger_kernel.ops.*` imported with `triton` bound to one implementation.
-    `with copy:` puts that copy's `triton*` and `liger_kernel*` modules back into sys.modules, for
-    the imports the library does at call time."""
+    `with copy:` puts that copy's `triton*` and `liger_kernel*` modules back into sys.modules, and
+    its import hooks into sys.meta_path, for the imports the library (and Triton) do at call time."""
 
     def __init__(self, impl: str, op_modules, lenient: bool = False):
         self.impl = impl
@@ -71,10 +73,12 @@ class LibraryCopy:
         self.version = getattr(triton, "__version__", "?")
         self.triton_file = getattr(triton, "__file__", "?")
         self.modules = {k: v for k, v in sys.modules.items() if _ours(k)}
+        self.meta_path = list(sys.meta_path)  # with or without the alias hook
 
     def __enter__(self):
         _purge()
         sys.modules.update(self.modules)
+        sys.meta_path[:] = self.meta_path
         return self
 
     def __exit__(self, *exc):
@@ -396,10 +400,12 @@ def main(argv=None) -> int:
     print(f"device {args.device}, dtype {str(dtype).replace('torch.', '')}, {'benchmark' if big else 'small'} shapes,"
           f" {reps} timed reps\n")
 
-    header = f"{'op':28}" + "".join(f"{lib.impl:>10} {'fwd ms':>9} {'f+b ms':>9}" for lib in libs)
+    header = f"{'op':28}" + "".join(f"{lib.impl:>10} {'1st s':>7} {'fwd ms':>9} {'f+b ms':>9}" for lib in libs)
     if len(libs) == 2:
-        header += f" {'fwd ratio':>9} {'f+b ratio':>9}"
-    print(header + "   (ratio = tilejit time / triton time)")
+        header += f" {'fwd x':>6} {'f+b x':>6}"
+    print(header)
+    if len(libs) == 2:
+        print("(x = Triton time / tilejit time: above 1 tilejit is faster; 1st = first call, compiles included)")
     failures = []
     for case in cases:
         torch.manual_seed(0)
@@ -407,13 +413,14 @@ def main(argv=None) -> int:
         row = f"{case.name:28}"
         results = [run_case(case, lib, inputs, args.device, reps) for lib in libs]
         for lib, res in zip(libs, results):
+            first = f"{res['first']:7.2f}" if "first" in res else f"{'-':>7}"
             fwd = f"{res['fwd'] * 1e3:9.3f}" if "fwd" in res else f"{'-':>9}"
             fb = f"{res['fwdbwd'] * 1e3:9.3f}" if "fwdbwd" in res else f"{'-':>9}"
-            row += f"{res['status']:>10} {fwd} {fb}"
+            row += f"{res['status']:>10} {first} {fwd} {fb}"
             if res["status"] != "ok":
                 failures.append(f"{case.name} [{lib.impl}]: {res['status']}: {res['detail']}")
         if len(results) == 2 and all("fwd" in r for r in results):
-            row += f" {results[1]['fwd'] / results[0]['fwd']:9.2f} {results[1]['fwdbwd'] / results[0]['fwdbwd']:9.2f}"
+            row += f" {results[0]['fwd'] / results[1]['fwd']:6.2f} {results[0]['fwdbwd'] / results[1]['fwdbwd']:6.2f}"
         print(row, flush=True)
     if failures:
         print("\nnot ok:")

@@ -71,12 +71,13 @@ def _asked_by_user_code() -> bool:
                 or file == __file__)
 
 
-def _lenient_module(module):
-    """Let `module` answer a missing attribute with a placeholder (idempotent)."""
+def _lenient_module(module, name: str | None = None):
+    """Let `module` answer a missing attribute with a placeholder (idempotent); `name` is the
+    Triton name it stands for."""
     old = module.__dict__.get("__getattr__")
     if getattr(old, "_tt_lenient", False):
         return module
-    name = module.__name__.replace("tilejit", "triton", 1)
+    name = name or module.__name__.replace("tilejit", "triton", 1)
 
     def __getattr__(attr):
         if old is not None:
@@ -176,8 +177,14 @@ def _drop_triton_modules():
 
 def remove_triton_alias():
     """Take the runner's hook out again (the modules imported through it stay where they are)."""
-    ours = (_TritonAliasFinder, _InternalTestingOnly, _LenientFallback)
+    ours = (_TritonAliasFinder, _InternalTestingOnly, _LenientFront)
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, ours)]
+    try:
+        from tilejit.alias import remove_alias
+    except ImportError:
+        remove_alias = None
+    if remove_alias is not None:
+        remove_alias()
     _drop_triton_modules()
 
 
@@ -189,23 +196,26 @@ def install_triton_alias(support_dir: str | None = None, lenient: bool = False) 
     global _TILEJIT_ROOT
     _TILEJIT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tilejit.__file__)))
     _STATE["lenient"] = lenient
-    support_needed = _find_spec_safe("tilejit._internal_testing") is None
     official = getattr(tilejit, "alias_triton", None)
     if official is not None:
         _drop_triton_modules()
+        before = list(sys.meta_path)
         official()
         how = "tilejit.alias_triton()"
-        if support_needed and support_dir:
+        added = [f for f in sys.meta_path if f not in before]
+        if lenient and added:
+            # answer what tilejit's finder refuses with placeholders
+            sys.meta_path.insert(0, _LenientFront(added[0]))
+            for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+                _lenient_class_attrs(sys.modules[name])
+                _lenient_module(sys.modules[name], name)
+            how += " [LENIENT: missing names are placeholders]"
+        if support_dir and _find_spec_safe("triton._internal_testing") is None:
             # the alias has no _internal_testing: add Triton's helper module under the alias
             sys.meta_path.insert(0, _InternalTestingOnly(support_dir))
             how += " + Triton's _internal_testing.py"
-        if lenient:
-            sys.meta_path.append(_LenientFallback())
-            for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
-                _lenient_class_attrs(sys.modules[name])
-                _lenient_module(sys.modules[name])
-            how += " [LENIENT: missing modules are placeholders]"
         return how
+    support_needed = _find_spec_safe("tilejit._internal_testing") is None
     _drop_triton_modules()
     sys.meta_path.insert(0, _TritonAliasFinder(support_dir))
     how = "runner shim (sys.meta_path)" + (" + Triton's _internal_testing.py" if support_needed else "")
@@ -223,10 +233,38 @@ class _InternalTestingOnly(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, file) if os.path.exists(file) else None
 
 
-class _LenientFallback(importlib.abc.MetaPathFinder):
-    """Last on sys.meta_path: a `triton.x` that nothing else provides becomes a placeholder module."""
+class _LenientFront(importlib.abc.MetaPathFinder):
+    """Lenient mode over tilejit's own alias: asks tilejit's finder first; a `triton.x` it refuses
+    becomes a placeholder module, and each module it hands out answers missing names with
+    placeholders."""
+
+    def __init__(self, official):
+        self.official = official
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.startswith("triton.") and _STATE["lenient"]:
+        if fullname != "triton" and not fullname.startswith("triton."):
+            return None
+        try:
+            spec = self.official.find_spec(fullname, path, target)
+        except ImportError:
+            spec = None
+        if spec is None:
             return importlib.util.spec_from_loader(fullname, _MissingModuleLoader(), is_package=True)
-        return None
+        if spec.loader is not None and not isinstance(spec.loader, _LenientLoader):
+            spec.loader = _LenientLoader(spec.loader)
+        return spec
+
+
+class _LenientLoader(importlib.abc.Loader):
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        module = self.inner.create_module(spec)
+        if module is not None:
+            _lenient_class_attrs(module)
+            _lenient_module(module, spec.name)
+        return module
+
+    def exec_module(self, module):
+        return self.inner.exec_module(module)

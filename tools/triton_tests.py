@@ -159,6 +159,7 @@ class Side:
 def _pytest_cmd(side: Side, folder: Path, files: list[Path], extra: list[str]) -> list[str]:
     return [side.python, "-m", "pytest", "-p", "triton_tests_plugin", "-p", "no:cacheprovider",
             "-q", "--no-header", "--tb=no", "-o", "addopts=", "--rootdir", str(folder),
+            "--continue-on-collection-errors",  # a file that fails to import must not stop the others
             "--device", side.device, *extra, *[str(f) for f in files]]
 
 

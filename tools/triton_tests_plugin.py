@@ -68,7 +68,9 @@ def describe_exception(excinfo, test_root: str) -> dict:
             test_line = loc
         elif "/_pytest/" not in file and "/pluggy/" not in file:
             where = f"{file}:{entry.lineno + 1}"
-    return {"exc": type(value).__name__, "msg": message[:400], "where": where, "test_line": test_line}
+    more = " | ".join(lines[1:4])[:400]  # e.g. pytest.raises' "Regex: ..." and "Input: ..." lines
+    return {"exc": type(value).__name__, "msg": message[:400], "more": more, "where": where,
+            "test_line": test_line}
 
 
 class _TestTimeout(BaseException):

@@ -61,7 +61,7 @@ def test_alias_hook_makes_import_triton_resolve_to_tilejit(lenient):
         f"triton_alias.install_triton_alias(lenient={lenient})\n"
         "import tilejit, tilejit.language\n"
         "import triton, triton.language as tl\n"
-        "assert triton is tilejit and tl is tilejit.language, (triton, tl)\n"
+        "assert triton.jit is tilejit.jit and tl is tilejit.language, (triton, tl)\n"
         "from triton.language import core\n"
         "import tilejit.language.core as c2\n"
         "assert core is c2\n"
