@@ -106,6 +106,10 @@ class ModuleContext:
 
 
 def source_file(fn) -> str:
+    """The name (known to `linecache`) of the file whose lines `fn.src` numbers refer to."""
+    registered = getattr(fn, "src_file", None)
+    if registered:
+        return registered
     try:
         return inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename
     except TypeError:
