@@ -24,6 +24,7 @@ import threading
 import weakref
 
 from tilejit import compiler
+from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
 from tilejit.errors import CompilationError
 from tilejit.runtime import kernel_source
 from tilejit.runtime.args import _read_data_ptr, _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
@@ -325,6 +326,8 @@ class _DependencyFinder(ast.NodeVisitor):
     def _note(self, label: str, value):
         if isinstance(value, JITFunction):
             self.found.append(value)
+        elif isinstance(value, ConstexprFunction):
+            self.found.append(f"{label}:constexpr_function:{value.cache_key}")
         elif type(value).__name__ == "constexpr":
             self.found.append(f"{label}={getattr(value, 'value', value)!r}")
 
@@ -485,7 +488,12 @@ class JITFunction(KernelInterface):
         digest.update(f"{self.module}.{self.__qualname__}:{self.noinline}\n".encode())
         digest.update(self.src.encode())
         finder = _DependencyFinder(self.fn)
-        finder.visit(self._parse_src())
+        try:
+            finder.visit(self._parse_src())
+        except RecursionError:
+            raise CompilationError("this code is nested too deeply to compile (an expression nested thousands "
+                                   "of levels deep); split it into several statements", self.src_file,
+                                   self.starting_line_number, kernel=self.__name__) from None
         for dependency in finder.found:
             if isinstance(dependency, JITFunction):
                 dependency._hash_into(digest, seen)
