@@ -43,18 +43,10 @@ _LAZY = {
 _SUBMODULES = ("language", "testing", "runtime", "backends", "ir", "frontend", "passes", "gpu", "config",
                "errors", "compiler", "tools", "alias", "compat")
 
-__all__ = sorted(list(_LAZY) + ["cdiv", "next_power_of_2", "language", "testing", "__version__"])
+__all__ = sorted(list(_LAZY) + ["cdiv", "next_power_of_2", "constexpr_function", "language", "testing",
+                                 "__version__"])
 
-
-def cdiv(x: int, y: int) -> int:
-    """Ceiling division of two integers, as `triton.cdiv`."""
-    return (x + y - 1) // y
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of two >= n (1 for n <= 1), as `triton.next_power_of_2`."""
-    n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+from tilejit._constexpr import cdiv, constexpr_function, next_power_of_2  # noqa: E402,F401 - public names; cheap, no deps
 
 
 def __getattr__(name: str):

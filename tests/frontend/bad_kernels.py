@@ -122,7 +122,7 @@ def uses_del(p):
 
 @jit
 def uses_list_comp(p):
-    x = [i for i in range(3)]  # ERR
+    x = [i * j for i in range(3) for j in range(2)]  # ERR
 
 
 @jit

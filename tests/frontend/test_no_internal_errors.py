@@ -20,8 +20,11 @@ CORPUS_PATH, CASES = corpus.build_corpus()
 HELPERS_END = corpus.PRELUDE.count("\n") + 1  # errors inside the corpus' own @jit helpers land here
 
 # The error is at a later line of the same kernel: the mutated value is only wrong where it is used
-# (`x = flag + p` makes `x` a pointer; storing it fails at the `tl.store` below).
-REPORTED_AT_USE = {"x = flag + p", "x = 1 << 200"}
+# (`x = flag + p` makes `x` a pointer; storing it fails at the `tl.store` below). `x = 1 << 200` is
+# reported where it is assigned: as in Triton, a Python number assigned to a name becomes a tensor,
+# and this one fits no integer type. A list comprehension compiles (unrolled); the list is wrong where
+# it is stored.
+REPORTED_AT_USE = {"x = flag + p", "x = [i for i in range(3)]"}
 # The error is in the called @jit helper (a line of the user's file too).
 REPORTED_IN_HELPER = {"x = recursive(x, 3)", "x = helper_mismatched_return(x, n)"}
 

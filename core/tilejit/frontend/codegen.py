@@ -20,6 +20,7 @@ import re
 from typing import Dict, List, Optional
 
 from .. import ir
+from .._constexpr import ConstexprFunction
 from ..errors import CompilationError
 from ..language import core as tl
 from ..language.semantic import Semantic
@@ -46,10 +47,8 @@ _UNSUPPORTED = {
     "Await": "'await' is not supported",
     "Yield": "'yield' is not supported",
     "YieldFrom": "'yield from' is not supported",
-    "ListComp": "list comprehensions are not supported",
     "SetComp": "set comprehensions are not supported",
     "DictComp": "dict comprehensions are not supported",
-    "GeneratorExp": "generator expressions are not supported",
     "Import": "'import' inside a kernel is not supported",
     "ImportFrom": "'import' inside a kernel is not supported",
     "AsyncFor": "'async for' is not supported",
@@ -106,6 +105,10 @@ class ModuleContext:
 
 
 def source_file(fn) -> str:
+    """The name (known to `linecache`) of the file whose lines `fn.src` numbers refer to."""
+    registered = getattr(fn, "src_file", None)
+    if registered:
+        return registered
     try:
         return inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename
     except TypeError:
@@ -165,9 +168,11 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             if _in_library(exc.file) and not _in_library(self.file):
                 raise self.error(node, exc.message) from exc
             raise
-        except RecursionError:
-            raise self.error(node, "recursion too deep while compiling (recursive @jit calls are not "
-                                   "supported)") from None
+        except RecursionError as exc:
+            if "recursive call of @jit function" in str(exc):
+                raise self.error(node, str(exc)) from None
+            raise self.error(node, "this code is nested too deeply to compile (an expression or calls nested "
+                                   "thousands of levels deep); split it into several statements") from None
         except Exception as exc:  # every user or semantic error: report once, at this node
             message = str(exc) or type(exc).__name__
             if isinstance(exc, (KeyError, AttributeError, IndexError, NameError, ZeroDivisionError)):
@@ -309,6 +314,48 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
     def visit_List(self, node):
         return list(self.visit_elements(node.elts))
 
+    def visit_ListComp(self, node):
+        """`[f(v) for v in seq if cond]` over a compile-time sequence (a tuple, a list, a range or
+        `tl.static_range` with constexpr bounds): unrolled while compiling, as Triton does. The loop
+        variable does not outlive the comprehension (Python 3 scoping)."""
+        if len(node.generators) != 1:
+            raise NotImplementedError("nested comprehensions are not supported")
+        comp = node.generators[0]
+        if comp.is_async:
+            raise NotImplementedError("async comprehensions are not supported")
+        items = self.compile_time_sequence(self.visit(comp.iter), "a comprehension")
+        names = {n.id for n in ast.walk(comp.target) if isinstance(n, ast.Name)}
+        saved = {name: self.scope[name] for name in names if name in self.scope}
+        results = []
+        try:
+            for item in items:
+                self.assign_target(comp.target, wrap(item))
+                conditions = [unwrap(self.visit(test)) for test in comp.ifs]
+                if any(is_tensor(c) for c in conditions):
+                    raise TypeError("the conditions of a comprehension must be compile-time values")
+                if all(conditions):
+                    results.append(self.visit(node.elt))
+        finally:
+            for name in names:
+                self.scope.pop(name, None)
+            self.scope.update(saved)
+        return results
+
+    visit_GeneratorExp = visit_ListComp  # `tuple(f(v) for v in seq)`: the same, as a list
+
+    def compile_time_sequence(self, iterable, what: str) -> list:
+        raw = unwrap(iterable)
+        if isinstance(raw, (tuple, list, range)):
+            return list(raw)
+        if isinstance(raw, (tl.static_range, tl.range)):
+            bounds = [unwrap(b) for b in (raw.start, raw.end, raw.step)]
+            if not any(is_tensor(b) for b in bounds):
+                return list(range(*bounds))
+        if isinstance(raw, tl.tensor):
+            raise TypeError(f"{what} cannot iterate over a tensor")
+        raise TypeError(f"{what} must iterate over a tuple, a list or a range with compile-time bounds, "
+                        f"got {type(raw).__name__}")
+
     def visit_elements(self, elts):
         out = []
         for e in elts:
@@ -406,6 +453,10 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             if isinstance(a, tuple) or isinstance(b, tuple):
                 if op_type is ast.Add and isinstance(a, tuple) and isinstance(b, tuple):
                     return a + b
+                if op_type is ast.Mult and _is_count(b if isinstance(a, tuple) else a):
+                    # `(0,) * ndim`: repetition by a compile-time count, as in Python
+                    items, count = (a, b) if isinstance(a, tuple) else (b, a)
+                    return tuple(items) * int(count)
                 raise TypeError("unsupported operation on tuples")
             return wrap(_PY_BIN[op_type](a, b))
         if op_type is ast.MatMult:
@@ -421,7 +472,11 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         for op, comparator in zip(node.ops, node.comparators):
             right = self.visit(comparator)
             a, b = unwrap(left), unwrap(right)
-            if is_tensor(a) or is_tensor(b):
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                # Identity of the compile-time objects, tensors included (as Triton): `x is not None`
+                # on an argument is decided by its specialization (a None argument is a constexpr).
+                value = wrap((a is b) if isinstance(op, ast.Is) else (a is not b))
+            elif is_tensor(a) or is_tensor(b):
                 if type(op) not in _CMP_OPS:
                     raise TypeError(f"operator '{type(op).__name__}' is not supported on tensors")
                 value = getattr(self.semantic, _CMP_OPS[type(op)])(a, b)
@@ -480,6 +535,8 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             return self.call_jit_function(fn, args, kwargs)
         if tl.is_builtin(fn):
             return wrap(fn(*args, _semantic=self.semantic, **kwargs))
+        if isinstance(fn, ConstexprFunction):
+            return self.call_constexpr_function(fn, args, kwargs)
         handler = self.python_builtins().get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(args, kwargs)
@@ -490,6 +547,20 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise TypeError(f"cannot call '{name}' from a @jit function: it is not a @jit function or a "
                         "tilejit.language builtin (decorate it with @tilejit.jit)")
+
+    def call_constexpr_function(self, fn, args, kwargs):
+        """`@constexpr_function` (e.g. `triton.cdiv`): evaluated now on the compile-time values of its
+        arguments; the result is a constexpr."""
+        values = [_compile_time_value(a) for a in args]
+        named = {k: _compile_time_value(v) for k, v in kwargs.items()}
+        for value in list(values) + list(named.values()):
+            if _contains_tensor(value):
+                raise TypeError(f"{fn.__name__}() is a constexpr_function: its arguments must be compile-time "
+                                "values, got a tensor (as in Triton, a name assigned a Python number in a "
+                                "kernel holds a tensor; `name: tl.constexpr = ...` keeps a constant)")
+        result = fn.fn(*values, **named)
+        return tuple(wrap(v) for v in result) if isinstance(result, tuple) and not tuple_fields(result) \
+            else wrap(result)
 
     def build_named_tuple(self, cls, args, kwargs):
         """`Point(x=a, y=b)` inside a kernel: the arguments bound as the class binds them (defaults
@@ -645,6 +716,20 @@ def _hashable(v) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _compile_time_value(v):
+    """A constexpr (or a tuple/list of them) as the plain Python value a Python function expects."""
+    v = unwrap(v)
+    if isinstance(v, (tuple, list)) and not isinstance(v, tl_tuple):
+        return type(v)(_compile_time_value(x) for x in v) if not tuple_fields(v) else v
+    if isinstance(v, tl_tuple) and not tuple_fields(v):
+        return tuple(_compile_time_value(x) for x in v)
+    return v
 
 
 def _contains_tensor(v) -> bool:

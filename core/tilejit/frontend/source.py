@@ -11,6 +11,7 @@ from .. import ir
 from ..errors import CompilationError
 from ..language import core as tl
 from .codegen import CodeGenerator, ModuleContext
+from .recursion import deep_recursion
 from .values import is_jit_function, is_named_tuple_class, wrap
 
 
@@ -101,12 +102,18 @@ class ASTSource:
         return names.index(name)
 
     def hash(self) -> str:
+        with deep_recursion():  # the cache key walks the kernel's AST
+            fn_key = self.fn.cache_key
         # A named tuple's field names are part of what is compiled (`t.x`), and JSON drops them.
-        key = json.dumps([self.fn.cache_key, {k: _with_fields(v) for k, v in self.signature.items()}, {str(k): repr(v) for k, v in self.constexprs.items()},
+        key = json.dumps([fn_key, {k: _with_fields(v) for k, v in self.signature.items()}, {str(k): repr(v) for k, v in self.constexprs.items()},
                           {str(k): v for k, v in self.attrs.items()}], sort_keys=True, default=repr)
         return hashlib.sha256(key.encode()).hexdigest()
 
     def make_ir(self, target=None, options=None) -> ir.Module:
+        with deep_recursion():
+            return self._make_ir(target, options)
+
+    def _make_ir(self, target, options) -> ir.Module:
         ctx = ModuleContext(options, target)
         generator = CodeGenerator(self.fn, ctx)
         generator.is_kernel = True

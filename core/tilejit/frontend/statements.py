@@ -8,7 +8,8 @@ from typing import Dict, List, Set
 
 from .. import ir
 from ..language import core as tl
-from .values import flatten, is_tensor, rebuild, unwrap, wrap
+from ..language.structure import tuple as tl_tuple
+from .values import flatten, is_tensor, named_tuple, rebuild, tuple_fields, unwrap, wrap
 
 
 def assigned_names(stmts) -> Set[str]:
@@ -71,8 +72,29 @@ class StatementsMixin:
         raise NotImplementedError(f"assignment to {type(target).__name__} is not supported (only names and "
                                   "tuples of names)")
 
+    def assigned_value(self, value):
+        """What a name holds after `name = value`, as in Triton's code generator: a Python number
+        (`scale = 2`, `eps = 1e-4`, a constexpr's value) becomes a scalar tensor of the literal's type
+        (int32, fp32, ...), so it takes part in type promotion as a tensor (`int8 * scale` is int32)
+        and has tensor methods (`.to`, `.dtype`). Tuples are converted element by element; other
+        compile-time values (None, dtypes, functions, strings) stay as they are. Only `x: tl.constexpr =
+        ...` keeps a number a compile-time constant."""
+        raw = unwrap(value)
+        if isinstance(raw, (bool, int, float)):
+            return self.semantic.to_tensor(raw)
+        if isinstance(raw, list):  # a list display: Triton makes it a tuple and converts its elements
+            return [self.assigned_value(item) for item in raw]
+        if isinstance(raw, tuple):
+            items = [self.assigned_value(item) for item in raw]
+            if all(new is old for new, old in zip(items, raw)):
+                return value
+            if isinstance(raw, tl_tuple) and not tuple_fields(raw):
+                return tl_tuple(items)
+            return named_tuple(items, tuple_fields(raw))
+        return value
+
     def visit_Assign(self, node):
-        value = self.visit(node.value)
+        value = self.assigned_value(self.visit(node.value))
         for target in node.targets:
             self.assign_target(target, value)
 
@@ -86,13 +108,16 @@ class StatementsMixin:
                 raise TypeError(f"'{getattr(node.target, 'id', '?')}' is annotated tl.constexpr but is "
                                 "assigned a runtime tensor")
             value = tl.constexpr(unwrap(value))
+        else:
+            value = self.assigned_value(value)
         self.assign_target(node.target, value)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise NotImplementedError("augmented assignment is only supported to a plain name")
         current = self.lookup(node.target.id, node)
-        self.scope[node.target.id] = wrap(self.binary(type(node.op), current, self.visit(node.value)))
+        result = self.binary(type(node.op), current, self.visit(node.value))
+        self.scope[node.target.id] = wrap(self.assigned_value(result))
 
     def visit_Return(self, node):
         if self.loop_depth:
@@ -222,10 +247,17 @@ class StatementsMixin:
             saved = (self.builder.block, self.builder.index)
             self.builder.set_insertion_point_to_end(block)
             try:
-                values.append((block, self.semantic.to_tensor(unwrap(self.visit(branch)))))
+                value = unwrap(self.visit(branch))
+                values.append((block, None if value is None else self.semantic.to_tensor(value)))
             finally:
                 self.builder.block, self.builder.index = saved
         (tb, tv), (eb, ev) = values
+        if tv is None and ev is None:
+            # `tl.store(a) if c else tl.store(b)`: evaluated for its side effects, as in Triton.
+            self.emit_if(cond, tb, [], eb, [], True)
+            return None
+        if tv is None or ev is None:
+            raise TypeError("one value of this conditional expression is None and the other is not")
         if tv.type != ev.type:
             raise TypeError(f"the two values of a conditional expression have different types: {tv.type} "
                             f"and {ev.type}")

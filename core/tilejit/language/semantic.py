@@ -156,7 +156,8 @@ class Semantic(MemorySemanticMixin):
             # Triton has no rule for an fp8 tensor with an integer tensor: cast one explicitly.
             raise TypeError(f"unexpected types {a} and {b}: cast one operand explicitly")
         if div_or_mod and a.is_int_unsigned() != b.is_int_unsigned():
-            raise TypeError(f"cannot use /, // or % with {a} and {b} because they have different "
+            # Triton's wording (its tests match on it).
+            raise TypeError(f"Cannot use /, //, or % with {a} and {b} because they have different "
                             "signedness; cast them to the same signedness")
         return self.integer_promote(a, b)
 
@@ -322,13 +323,18 @@ class Semantic(MemorySemanticMixin):
         raise TypeError("operator '**' is not supported on tensors (as in Triton); use "
                         "tl.math.pow / libdevice, or repeated multiplication")
 
+    @staticmethod
+    def _operand_type_name(v) -> str:
+        return str(v.type.scalar) if isinstance(v, tl.tensor) else type(v).__name__
+
     def _bitwise_operands(self, a, b, what: str):
         ua, ub = tl._unwrap_if_constexpr(a), tl._unwrap_if_constexpr(b)
         for v in (ua, ub):
             ty = v.type.scalar if isinstance(v, tl.tensor) else None
             if (ty is not None and not ty.is_int()) or isinstance(v, float):
-                raise TypeError(f"operator '{what}' needs integer operands, got "
-                                f"{ty if ty is not None else type(v).__name__}")
+                # "invalid operands of type": Triton's wording (its tests match on it).
+                raise TypeError(f"invalid operands of type {self._operand_type_name(ua)} and "
+                                f"{self._operand_type_name(ub)}: operator '{what}' needs integer operands")
         a, b = self.binary_operands(a, b)
         ret = self.integer_promote(a.type.scalar, b.type.scalar)
         return self.cast(a, ret), self.cast(b, ret)
@@ -642,7 +648,7 @@ class Semantic(MemorySemanticMixin):
         self.check_arithmetic_type(x)
         ty = x.type.scalar
         if allowed is not None and ty.name not in allowed:
-            raise ValueError(f"{name or op}: expected dtype {list(allowed)} but got {ty}")
+            raise ValueError(f"{name or op}: Expected dtype {list(allowed)} but got {ty}")  # Triton's wording
         if not ty.is_floating():
             raise TypeError(f"{name or op} needs a floating point operand, got {ty}")
         return self.create(op, [x], x.type)

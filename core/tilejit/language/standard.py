@@ -258,7 +258,7 @@ def sigmoid(x):
 @jit
 def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
     """Softmax of `x` along `dim` (0 when None), stabilised by subtracting the maximum."""
-    d = _softmax_dim(dim)
+    d: core.constexpr = _softmax_dim(dim)
     z = x - max(x, d, keep_dims=keep_dims)
     num = core.exp(z)
     den = sum(num, d, keep_dims=keep_dims)
@@ -478,7 +478,7 @@ def _bitonic_merge_hypercube(h, stage: core.constexpr, order: core.constexpr):
     if order == 2:
         flip = _indicator(_log2(h.numel), stage)
     else:
-        flip = order
+        flip: core.constexpr = order
     for i in core.static_range(stage):
         h = _compare_and_swap(h, flip, stage - 1 - i)
     return h
@@ -488,11 +488,11 @@ def _bitonic_merge_hypercube(h, stage: core.constexpr, order: core.constexpr):
 def sort_impl(x, k: core.constexpr = None, dim: core.constexpr = None, descending: core.constexpr = False):
     """Bitonic sort of the last dimension of `x`; with `k`, keep only the first `k` of the sorted
     order (bitonic top-k: after sorting runs of k, the max/min of each pair of runs halves the data)."""
-    log_n = _minor_dim_log2(x, dim)
+    log_n: core.constexpr = _minor_dim_log2(x, dim)
     if k is None:
-        log_k = log_n
+        log_k: core.constexpr = log_n
     else:
-        log_k = _log2(k)
+        log_k: core.constexpr = _log2(k)
     h = core.reshape(x, _hypercube_shape(x))
     for i in core.static_range(1, log_k + 1):
         h = _bitonic_merge_hypercube(h, i, _merge_order(i, log_n, descending))
@@ -520,7 +520,7 @@ def topk(x, k: core.constexpr, dim: core.constexpr = None):
 @jit
 def bitonic_merge(x, dim: core.constexpr = None, descending: core.constexpr = False):
     """Sort a last dimension that holds a bitonic sequence (one merge stage of the network)."""
-    log_n = _minor_dim_log2(x, dim)
+    log_n: core.constexpr = _minor_dim_log2(x, dim)
     h = core.reshape(x, _hypercube_shape(x))
     h = _bitonic_merge_hypercube(h, log_n, _merge_order(log_n, log_n, descending))
     return core.reshape(h, x.shape)
@@ -529,7 +529,7 @@ def bitonic_merge(x, dim: core.constexpr = None, descending: core.constexpr = Fa
 @jit
 def flip(x, dim=None):
     """`x` reversed along `dim` (the last dimension when None); that size must be a power of two."""
-    d = _flip_dim(x, dim)
+    d: core.constexpr = _flip_dim(x, dim)
     idtype = _signed_int_like(x.dtype)
     # Reversing an index of n bits is flipping every bit: swap across each size-2 axis in turn.
     y = core.reshape(x.to(idtype, bitcast=True), _split_dim_in_bits(x, d))

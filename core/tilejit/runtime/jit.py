@@ -8,8 +8,10 @@ sources and no imports. Tuple parameters (Triton 3.x) are specialized element by
 launcher flattened depth-first, constexpr elements dropped.
 
 Attributes that the frontend reads (keep them stable): `fn`, `src` (the dedented source starting at
-`def`), `arg_names`, `params` (`KernelParam`), `__name__`, `__globals__`, `starting_line_number`
-(file line of the `def`, i.e. line 1 of `src`), `noinline`, `cache_key`.
+`def`; replaceable at run time, see `_unsafe_update_src`), `src_file` (the name, known to `linecache`,
+of the file whose lines `src` is: the kernel's file, or a registered text), `arg_names`, `params`
+(`KernelParam`), `__name__`, `__globals__`, `starting_line_number` (line of the `def` in `src_file`,
+i.e. line 1 of `src`), `noinline`, `cache_key`.
 """
 from __future__ import annotations
 
@@ -18,13 +20,13 @@ import hashlib
 import importlib
 import inspect
 import os
-import re
-import textwrap
 import threading
 import weakref
 
 from tilejit import compiler
+from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
 from tilejit.errors import CompilationError
+from tilejit.runtime import kernel_source
 from tilejit.runtime.args import _read_data_ptr, _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
 from tilejit.config import knobs as _knobs_object
 
@@ -324,6 +326,8 @@ class _DependencyFinder(ast.NodeVisitor):
     def _note(self, label: str, value):
         if isinstance(value, JITFunction):
             self.found.append(value)
+        elif isinstance(value, ConstexprFunction):
+            self.found.append(f"{label}:constexpr_function:{value.cache_key}")
         elif type(value).__name__ == "constexpr":
             self.found.append(f"{label}={getattr(value, 'value', value)!r}")
 
@@ -373,7 +377,9 @@ class JITFunction(KernelInterface):
         self.noinline = noinline
         self.repr = repr
         self.launch_metadata = launch_metadata
-        self.src, self.starting_line_number = self._read_source(fn)
+        self._src, self.starting_line_number, self.src_file, self.raw_src = self._read_source(fn)
+        self.file_name = fn.__code__.co_filename  # as Triton's; `src_file` is where `src`'s lines are
+        self._original_src, self._original_file = self._src, self.src_file
 
         signature = inspect.signature(fn)
         for p in signature.parameters.values():
@@ -403,18 +409,50 @@ class JITFunction(KernelInterface):
 
     @staticmethod
     def _read_source(fn):
+        """(src from `def`, line of the `def`, file name whose lines `src` numbers refer to, raw lines)."""
         try:
-            lines, first_line = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise CompilationError(f"cannot read the source of kernel '{fn.__name__}': {exc}; "
-                                   "@jit kernels must be defined in a file") from exc
-        src = textwrap.dedent("".join(lines))
-        # Drop decorators so that `src` starts at `def` (the frontend parses exactly this text).
-        match = re.search(r"^(async\s+)?def\s+\w+\s*\(", src, re.MULTILINE)
-        if match is None:
-            raise CompilationError(f"cannot find the 'def' of kernel '{fn.__name__}' in its source")
-        skipped_lines = src[: match.start()].count("\n")
-        return src[match.start():], first_line + skipped_lines
+            lines, first_line, file_name = kernel_source.read_source(fn)
+            src, def_line = kernel_source.strip_decorators(lines, first_line, fn.__name__)
+        except kernel_source.SourceNotFound as exc:
+            raise CompilationError(f"cannot read the source of kernel '{fn.__name__}': {exc}; define it in a "
+                                   "file, or create it with exec() of a string that is still held by a "
+                                   "variable, or register its text in linecache") from None
+        return src, def_line, file_name, lines
+
+    @property
+    def src(self) -> str:
+        """The text compiled for this function, starting at `def`."""
+        return self._src
+
+    @src.setter
+    def src(self, new_src: str) -> None:
+        # Assigning `src` is how Triton up to 3.1 replaced a kernel's text; later versions spell it
+        # `_unsafe_update_src`. Both are accepted.
+        self._unsafe_update_src(new_src)
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Compile `new_src` from now on (Triton's API). As in Triton, callers that already computed
+        their cache key are not told; this function's own compiled kernels are dropped."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"kernel '{self.__name__}': src must be a string, got {type(new_src).__name__}")
+        self._src = new_src
+        if new_src == self._original_src:
+            self.src_file = self._original_file
+        else:
+            self.src_file = kernel_source.register_replaced_src(new_src, self.starting_line_number,
+                                                                self._original_file,
+                                                                self.__qualname__)
+        self._cache_key = None
+        self.clear_cache()
+
+    @property
+    def hash(self):
+        """Triton's name for the cached cache key; setting it to None makes it be computed again."""
+        return self._cache_key
+
+    @hash.setter
+    def hash(self, value) -> None:
+        self._cache_key = value
 
     def _param_indices(self, names_or_indices, option: str) -> set:
         indices = set()
@@ -450,12 +488,25 @@ class JITFunction(KernelInterface):
         digest.update(f"{self.module}.{self.__qualname__}:{self.noinline}\n".encode())
         digest.update(self.src.encode())
         finder = _DependencyFinder(self.fn)
-        finder.visit(ast.parse(self.src))
+        try:
+            finder.visit(self._parse_src())
+        except RecursionError:
+            raise CompilationError("this code is nested too deeply to compile (an expression nested thousands "
+                                   "of levels deep); split it into several statements", self.src_file,
+                                   self.starting_line_number, kernel=self.__name__) from None
         for dependency in finder.found:
             if isinstance(dependency, JITFunction):
                 dependency._hash_into(digest, seen)
             else:
                 digest.update(dependency.encode())
+
+    def _parse_src(self) -> ast.Module:
+        try:
+            return ast.parse(self._src)
+        except SyntaxError as exc:
+            line = self.starting_line_number + (exc.lineno or 1) - 1
+            raise CompilationError(f"syntax error: {exc.msg}", self.src_file, line, exc.offset,
+                                   kernel=self.__name__) from None
 
     def clear_cache(self) -> None:
         """Forget this kernel's compiled specializations (the process and disk caches stay)."""

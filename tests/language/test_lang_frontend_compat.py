@@ -1,0 +1,255 @@
+"""Frontend behaviours where Triton's code generator is the spec (Triton 3.x's `code_generator.py`):
+
+- a Python number assigned to a name becomes a scalar tensor of the literal's type and takes part in
+  type promotion as a tensor (`visit_Assign` converts it with `semantic.to_tensor`);
+- `is` / `is not` compare the compile-time objects (a None argument is a constexpr None);
+- `@constexpr_function` (`triton.cdiv`, `triton.next_power_of_2`, user functions) runs at compile
+  time on constexpr values.
+
+The expected values are Triton's (checked against Triton 3.9's frontend)."""
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit.language as tl
+
+
+# -- a Python number assigned to a name is a tensor ----------------------------------------------------
+@tilejit.jit
+def _int8_times_local(x_ptr, out_ptr):
+    offs = tl.arange(0, 2)
+    x = tl.load(x_ptr + offs)
+    scale = 2
+    y = x * scale  # int8 * int32 tensor -> int32 (a literal `x * 2` would stay int8)
+    tl.static_assert(y.dtype == tl.int32)
+    tl.store(out_ptr + offs, y)
+
+
+def test_int8_times_a_local_number_promotes_to_int32(device):
+    x = device.tensor(np.array([100, -100], np.int8))
+    out = device.zeros(2, np.int32)
+    _int8_times_local[(1,)](x, out)
+    np.testing.assert_array_equal(device.numpy(out), [200, -200])
+
+
+@tilejit.jit
+def _fp16_plus_local_eps(x_ptr, out_ptr):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    eps = 1e-4
+    y = x + eps  # fp16 + fp32 tensor -> fp32: eps is not lost
+    tl.static_assert(y.dtype == tl.float32)
+    tl.store(out_ptr + offs, y)
+
+
+def test_fp16_plus_a_local_float_promotes_to_fp32(device):
+    x = np.ones(4, np.float16)
+    out = device.zeros(4, np.float32)
+    _fp16_plus_local_eps[(1,)](device.tensor(x), out)
+    np.testing.assert_array_equal(device.numpy(out), np.float32(1.0) + np.float32(1e-4))
+
+
+@tilejit.jit
+def _local_numbers_have_tensor_methods(out_ptr, N: tl.constexpr):
+    acc = 0
+    wide = acc.to(tl.int64)
+    tl.static_assert(wide.dtype == tl.int64)
+    s_i = 3
+    r = -s_i
+    tl.static_assert(r.dtype == tl.int32)
+    a, b = 1, 2.5
+    tl.static_assert(a.dtype == tl.int32)
+    tl.static_assert(b.dtype == tl.float32)
+    big = 2 ** 40
+    tl.static_assert(big.dtype == tl.int64)
+    flag = True
+    tl.static_assert(flag.dtype == tl.int1)
+    kept: tl.constexpr = N * 2  # annotated: stays a compile-time value
+    offs = tl.arange(0, kept)
+    tl.store(out_ptr + offs, (wide + r + a + b + (big >> 40)).to(tl.float32) + offs)
+
+
+def test_local_numbers_have_tensor_methods_and_types(device):
+    out = device.zeros(8, np.float32)
+    _local_numbers_have_tensor_methods[(1,)](out, N=4)
+    # 0 - 3 + 1 + 2.5 + 1 = 1.5, plus the offsets
+    np.testing.assert_array_equal(device.numpy(out), 1.5 + np.arange(8, dtype=np.float32))
+
+
+@tilejit.jit
+def _unrepresentable_local(out_ptr):
+    big = 2 ** 70
+    tl.store(out_ptr, big)
+
+
+def test_local_number_that_fits_no_integer_type_is_an_error_at_its_line(device):
+    out = device.zeros(1, np.int64)
+    with pytest.raises(tilejit.CompilationError, match="nonrepresentable integer") as info:
+        _unrepresentable_local[(1,)](out)
+    assert "big = 2 ** 70" in info.value.source_line
+
+
+@tilejit.jit
+def _augmented_local(x_ptr, out_ptr):
+    offs = tl.arange(0, 2)
+    x = tl.load(x_ptr + offs)
+    total = 0
+    total += 1  # stays an int32 tensor
+    tl.static_assert(total.dtype == tl.int32)
+    x += 1  # a literal: int8 stays int8 and wraps
+    tl.static_assert(x.dtype == tl.int8)
+    tl.store(out_ptr + offs, x + total)
+
+
+def test_augmented_assignment_keeps_tensor_semantics(device):
+    x = device.tensor(np.array([127, -1], np.int8))
+    out = device.zeros(2, np.int32)
+    _augmented_local[(1,)](x, out)
+    # x + 1 wraps in int8 (127 -> -128), then int8 + int32 tensor -> int32
+    np.testing.assert_array_equal(device.numpy(out), [-127, 1])
+
+
+# -- `is` / `is not` -----------------------------------------------------------------------------------
+@tilejit.jit
+def _optional_mask(x_ptr, out_ptr, mask_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    if mask_ptr is not None:
+        m = tl.load(mask_ptr + offs)
+        x = tl.where(m != 0, x, 0.0)
+    if mask_ptr is None:
+        x = x + 100.0
+    tl.static_assert((x is x) and (x is not None))
+    tl.store(out_ptr + offs, x)
+
+
+def test_is_not_none_on_an_argument(device):
+    x = np.arange(4, dtype=np.float32)
+    out = device.zeros(4, np.float32)
+    _optional_mask[(1,)](device.tensor(x), out, device.tensor(np.array([1, 0, 1, 0], np.int32)), N=4)
+    np.testing.assert_array_equal(device.numpy(out), [0, 0, 2, 0])
+    _optional_mask[(1,)](device.tensor(x), out, None, N=4)
+    np.testing.assert_array_equal(device.numpy(out), x + 100)
+
+
+# -- constexpr_function --------------------------------------------------------------------------------
+@tilejit.constexpr_function
+def _blocks(h, b):
+    return (h + b - 1) // b
+
+
+@tilejit.jit
+def _static_blocks(out_ptr, H: tl.constexpr, BLOCK_H: tl.constexpr):
+    acc = tl.zeros((BLOCK_H,), tl.int32)
+    for i in tl.static_range(tilejit.cdiv(H, BLOCK_H)):
+        acc += 1 << i
+    tl.static_assert(_blocks(H, BLOCK_H) == tilejit.cdiv(H, BLOCK_H))
+    P: tl.constexpr = tilejit.next_power_of_2(H)
+    tl.store(out_ptr + tl.arange(0, BLOCK_H), acc * 1000 + P)
+
+
+def test_constexpr_functions_run_at_compile_time(device):
+    out = device.zeros(4, np.int32)
+    _static_blocks[(1,)](out, H=10, BLOCK_H=4)
+    # cdiv(10, 4) = 3 iterations: 1 + 2 + 4 = 7; next_power_of_2(10) = 16
+    np.testing.assert_array_equal(device.numpy(out), np.full(4, 7016, np.int32))
+
+
+def test_constexpr_functions_are_plain_functions_on_the_host():
+    assert tilejit.cdiv(10, 4) == 3 and tilejit.cdiv(-7, 2) == -3
+    assert [tilejit.next_power_of_2(n) for n in (0, 1, 2, 3, 5, 1024, 1025)] == [0, 1, 2, 4, 8, 1024, 2048]
+    assert _blocks(9, 3) == 3
+    assert tilejit.constexpr_function(lambda v: v + 1)(tl.constexpr(1)) == 2
+
+
+@tilejit.jit
+def _cdiv_of_a_tensor(out_ptr):
+    n = tl.load(out_ptr)
+    tl.store(out_ptr, tilejit.cdiv(n, 2))
+
+
+def test_constexpr_function_refuses_a_tensor(device):
+    out = device.zeros(1, np.int32)
+    with pytest.raises(tilejit.CompilationError, match="constexpr_function"):
+        _cdiv_of_a_tensor[(1,)](out)
+
+
+# -- single constructs of Triton's own tests ------------------------------------------------------------
+@tilejit.jit
+def _increment_all(values):
+    return tl.tuple([v + 1 for v in values])
+
+
+@tilejit.jit
+def _comprehensions(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    powers = [x * (1 << i) for i in range(3)]  # a range with constexpr bounds
+    odd = [i for i in tl.static_range(6) if i % 2 == 1]
+    tl.static_assert(len(odd) == 3)
+    bumped = _increment_all((powers[0], powers[1], powers[2]))
+    tl.store(out_ptr + offs, bumped[0] + bumped[1] + bumped[2] + odd[0] + odd[1] + odd[2])
+
+
+def test_list_comprehensions_unroll(device):
+    x = np.arange(4, dtype=np.int32)
+    out = device.zeros(4, np.int32)
+    _comprehensions[(1,)](device.tensor(x), out, N=4)
+    # (x + 1) + (2x + 1) + (4x + 1) + (1 + 3 + 5)
+    np.testing.assert_array_equal(device.numpy(out), 7 * x + 3 + 9)
+
+
+@tilejit.jit
+def _tuple_repetition(out_ptr, NDIM: tl.constexpr):
+    offs = (0,) * NDIM
+    more = 2 * (1,)
+    tl.static_assert(len(offs) == NDIM and len(more) == 2)
+    tl.store(out_ptr, len(offs + more))
+
+
+def test_tuple_repetition(device):
+    out = device.zeros(1, np.int32)
+    _tuple_repetition[(1,)](out, NDIM=3)
+    assert device.numpy(out)[0] == 5
+
+
+@tilejit.jit
+def _ternary_stores(ret_ptr, x_true_ptr, x_false_ptr):
+    pid = tl.program_id(0)
+    tl.store(ret_ptr + pid, tl.load(x_true_ptr)) if pid % 2 == 0 else tl.store(ret_ptr + pid, tl.load(x_false_ptr))
+
+
+def test_conditional_expression_of_two_stores(device):
+    ret = device.zeros(4, np.float32)
+    _ternary_stores[(4,)](ret, device.tensor(np.array([3.14], np.float32)),
+                          device.tensor(np.array([1.5], np.float32)))
+    np.testing.assert_array_equal(device.numpy(ret), np.array([3.14, 1.5, 3.14, 1.5], np.float32))
+
+
+@tilejit.jit
+def _float_bitwise(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.store(x_ptr + tl.arange(0, 4), x & x)
+
+
+@tilejit.jit
+def _mixed_signedness_mod(x_ptr, y_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    y = tl.load(y_ptr + tl.arange(0, 4))
+    tl.store(x_ptr + tl.arange(0, 4), x % y)
+
+
+@tilejit.jit
+def _exp_of_fp16(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.store(x_ptr + tl.arange(0, 4), x.exp())
+
+
+def test_error_messages_that_tritons_tests_match(device):
+    # Triton's test_core.py matches these (case-sensitive) fragments of the messages.
+    with pytest.raises(tilejit.CompilationError, match="invalid operands of type"):
+        _float_bitwise[(1,)](device.zeros(4, np.float32))
+    with pytest.raises(tilejit.CompilationError, match="Cannot use .* because they have different signedness"):
+        _mixed_signedness_mod[(1,)](device.zeros(4, np.int32), device.zeros(4, np.uint32))
+    with pytest.raises(tilejit.CompilationError, match="Expected dtype"):
+        _exp_of_fp16[(1,)](device.zeros(4, np.float16))
