@@ -221,7 +221,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                 pos += 1
                 leaves.append(tl.tensor_descriptor(arg, t.block_type, [], []) if isinstance(t, tl.tensor_descriptor_type)
                               else tl.tensor(arg, t))
-            self.scope[name] = rebuild(tree, leaves)
+            self.scope[name] = self.rebuild_param(tree, leaves)
         with self.semantic:
             self.visit_statements(fdef.body)
             if not self.terminated:
@@ -230,6 +230,22 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         results = self.ret_types or []
         func.attrs["function_type"] = ir.FunctionType(tuple(arg_types), tuple(t.to_ir() for t in results))
         return func
+
+    def rebuild_param(self, tree, leaves):
+        """A parameter's value from its runtime leaves; a host-side tensor descriptor (tree
+        ("tensordesc", block shape)) becomes `tl.make_tensor_descriptor(base, shape, strides, block)`."""
+        if isinstance(tree, tuple) and tree[0] == "tensordesc":
+            rank = len(tree[1])
+            with self.semantic:
+                return self.semantic.make_tensor_descriptor(leaves[0], leaves[1:1 + rank], leaves[1 + rank:],
+                                                            list(tree[1]))
+        if isinstance(tree, tuple) and tree[0] == "tuple":
+            items, pos = [], 0
+            for count, sub in tree[1]:
+                items.append(self.rebuild_param(sub, leaves[pos:pos + count]))
+                pos += count
+            return named_tuple(items, tree[2] if len(tree) > 2 else None)
+        return rebuild(tree, leaves)
 
     # -- returns --------------------------------------------------------------------------------------------
     def return_leaves(self, value, node):

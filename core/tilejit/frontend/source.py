@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Dict, Optional
 
 from .. import ir
@@ -165,6 +166,11 @@ class ASTSource:
                 paths.extend(sub_paths)
                 trees.append((len(sub_leaves), sub_tree))
             return leaves, ("tuple", trees, tuple(fields) if fields else None), paths
+        if isinstance(type_entry, str) and type_entry.startswith("tensordesc<"):
+            element, block_shape = parse_tensordesc(type_entry)
+            rank = len(block_shape)
+            leaves = [tl.pointer_type(element)] + [tl.int32] * rank + [tl.int64] * rank
+            return leaves, ("tensordesc", tuple(block_shape)), [path + (k,) for k in range(len(leaves))]
         if type_entry == "constexpr":
             if path not in self.constexprs:
                 raise TypeError(f"the constexpr element {list(path[1:])} of tuple parameter '{name}' has no value "
@@ -235,3 +241,19 @@ def _is_const_annotation(annotation) -> bool:
 def _accepts_filename() -> bool:
     import inspect
     return len(inspect.signature(ir.parse_module).parameters) >= 2
+
+
+_TENSORDESC = re.compile(r"^tensordesc<\s*(\w+)\s*\[([\d,\s]*)\]\s*(,.*)?>$")
+
+
+def parse_tensordesc(type_string: str):
+    """`tensordesc<fp16[64, 64]>` (Triton's signature of a host-side TensorDescriptor argument) ->
+    (element dtype, block shape). The kernel receives the base pointer, the shape (i32) and the strides
+    (i64) and rebuilds the descriptor from them."""
+    match = _TENSORDESC.match(type_string)
+    if match is None:
+        raise TypeError(f"malformed tensor descriptor type {type_string!r} (expected e.g. 'tensordesc<fp16[64, 64]>')")
+    block_shape = [int(b) for b in match.group(2).replace(" ", "").split(",") if b]
+    if not block_shape:
+        raise TypeError(f"tensor descriptor type {type_string!r} has no block shape")
+    return tl.str_to_ty(match.group(1)), block_shape

@@ -56,6 +56,10 @@ _I32 = ("i32", False)
 # no type string is "tuple". The class is part of the key: a named and a plain tuple of the same
 # types compile differently (the kernel may read `t.x`).
 _TUPLE = "tuple"
+# A host-side tensor descriptor (`tilejit.tools.tensor_descriptor.TensorDescriptor`) is keyed as
+# (_DESC, key entry of its base, block shape, padding); at run time it is passed as its leaves
+# (base, shape..., strides...), and the kernel rebuilds the descriptor from them (frontend).
+_DESC = "tensordesc"
 
 
 def _is_constexpr_annotation(annotation) -> bool:
@@ -188,6 +192,9 @@ def _arg_key(value, name, specialize, align):
         return (int_type_string(value, name), specialize and value % _DIVISIBILITY == 0)
     if kind is float:
         return _FP32
+    if getattr(kind, "__tilejit_tensor_descriptor__", False):
+        return (_DESC, _arg_key(value.base, f"{name}.base", specialize, align), tuple(value.block_shape),
+                value.padding)
     if isinstance(value, tuple):  # tuples and named tuples
         return (_TUPLE, tuple([_arg_key(element, f"{name}[{i}]", specialize, align)
                                for i, element in enumerate(value)]),
@@ -290,6 +297,8 @@ def _flat_runtime_args(params, bound):
     values, names = [], []
 
     def walk(value, name):
+        if getattr(type(value), "__tilejit_tensor_descriptor__", False):
+            value = value.base  # its memory decides the target
         if isinstance(value, tuple):
             for i, element in enumerate(value):
                 walk(element, f"{name}[{i}]")
@@ -568,6 +577,8 @@ class JITFunction(KernelInterface):
                 elements = [entry_type(sub, value[j], path + (j,)) for j, sub in enumerate(entry[1])]
                 # A named tuple keeps its class, so the frontend knows the field names (`t.x`).
                 return entry[2](*elements) if entry[2] is not None else tuple(elements)
+            if entry[0] == _DESC:
+                return descriptor_type(entry, value, path)
             if entry[0] == "constexpr":
                 constexprs[path if len(path) > 1 else self.arg_names[path[0]]] = entry[1]
                 return "constexpr"
@@ -575,6 +586,16 @@ class JITFunction(KernelInterface):
                 attrs[path] = [["tt.divisibility", _DIVISIBILITY]]
             runtime_paths.append(path)
             return entry[0]
+
+        def descriptor_type(entry, value, path):
+            base, block_shape, padding = entry[1], entry[2], entry[3]
+            if padding != "zero":
+                raise ValueError(f"kernel '{self.__name__}': tensor descriptor padding {padding!r} is not "
+                                 "supported (only 'zero')")
+            if base[1]:
+                attrs[path + (0,)] = [["tt.divisibility", _DIVISIBILITY]]
+            runtime_paths.extend(path + (k,) for k in range(1 + 2 * len(block_shape)))
+            return f"tensordesc<{base[0][1:]}[{', '.join(str(b) for b in block_shape)}]>"
 
         for i, (param, entry) in enumerate(zip(self.params, spec_key)):
             if param.is_constexpr:

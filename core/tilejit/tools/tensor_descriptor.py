@@ -1,10 +1,11 @@
 """`triton.tools.tensor_descriptor.TensorDescriptor`: a host-side description of a tile view of a
 tensor (base, shape, strides, block shape, padding), as Triton 3.x defines it.
 
-Inside a kernel, `tl.make_tensor_descriptor(base, shape, strides, block_shape)` builds the same view
-and `desc.load([i, j])` / `desc.store([i, j], x)` use it on every backend. Passing a host-side
-`TensorDescriptor` object as a kernel argument is not supported yet (docs/language.md): pass the
-tensor, its shape and strides, and build the descriptor in the kernel.
+Passed as a kernel argument, it is a `tl.tensor_descriptor` in the kernel: `desc.load([i, j])`,
+`desc.store([i, j], x)`, `desc.shape`, `desc.strides`, `desc.block_shape`, on every backend. Its
+signature is Triton's `tensordesc<fp16[64, 64]>`; at launch it travels as its leaves (base pointer,
+shape as i32, strides as i64, the order `desc[k]` gives) and the kernel rebuilds it with
+`tl.make_tensor_descriptor`. Only `padding="zero"` is supported.
 """
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ class TensorDescriptor:
     strides: List[int]
     block_shape: List[int]
     padding: str = "zero"
+
+    # The JIT recognises the type by this flag (no import of this module on the launch path).
+    __tilejit_tensor_descriptor__ = True
+
+    def __getitem__(self, k: int):
+        """The launch leaves: 0 is the base, then the shape, then the strides."""
+        rank = len(self.shape)
+        if k == 0:
+            return self.base
+        if k <= rank:
+            return int(self.shape[k - 1])
+        return int(self.strides[k - 1 - rank])
 
     def __post_init__(self):
         rank = len(self.shape)

@@ -7,13 +7,14 @@ such ops, so a kernel gives the same answer on the interpreter and on a GPU. The
 
 Types follow Triton's dispatch tables: the float functions take fp32 or fp64 (anything else is a
 TypeError at compile time, as Triton's "input arg type does not match"); isnan/isinf/finitef/isfinited
-return int1, signbit/ilogb int32. What is not implemented (Bessel functions) is listed in
-docs/language.md; calling it is an AttributeError naming this module.
+return int1, signbit/ilogb int32. Accuracy and the few limits (fp64 fma_rz/rd/ru) are in
+docs/language.md.
 """
 from __future__ import annotations
 
 from .. import functions as _f
 from . import _common as _c
+from ._bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, jn, y0, y1, yn
 from ._float_math import (acosh, asinh, atanh, cospi, erfc, erfcinv, erfcx, erfinv, exp10, fdim, finitef,
                           hypot, ilogb, isfinited, isinf, isnan, ldexp, lgamma, llrint, llround, logb,
                           nearbyint, nextafter, norm3d, norm4d, normcdf, normcdfinv, rcbrt, rcp64h, remainder,
@@ -95,15 +96,8 @@ def fast_dividef(arg0, arg1, _semantic=None):
     return _semantic.fdiv(arg0, arg1, False)
 
 
-# Not implemented: Bessel functions (see docs/language.md).
-UNSUPPORTED = ("j0", "j1", "y0", "y1", "jn", "yn", "cyl_bessel_i0", "cyl_bessel_i1")
-
-
-def __getattr__(name):
-    if name in UNSUPPORTED:
-        raise AttributeError(f"libdevice.{name} is not implemented by tilejit (Bessel functions are not "
-                             "supported; see docs/language.md)")
-    raise AttributeError(f"module 'triton.language.extra.libdevice' has no attribute '{name}'")
+# Names of the set that tilejit does not provide (none today; kept for the documentation test).
+UNSUPPORTED = ()
 
 
 __all__ = sorted(n for n in dir() if not n.startswith("_") and n not in ("annotations", "UNSUPPORTED"))

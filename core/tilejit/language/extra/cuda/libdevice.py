@@ -2,4 +2,3 @@
 `tilejit.language.extra.libdevice` (they compile for every backend)."""
 from ..libdevice import *  # noqa: F401,F403
 from ..libdevice import __all__  # noqa: F401
-from ..libdevice import __getattr__  # noqa: F401
