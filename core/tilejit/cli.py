@@ -91,6 +91,9 @@ def cmd_cache(args) -> int:
         print(f"size:           {_human_bytes(stats['total_bytes'])} ({stats['total_bytes']} bytes)")
         print(f"size bound:     {_human_bytes(stats['max_bytes'])} (TILEJIT_CACHE_MAX_BYTES)")
         print(f"JSON documents: {stats['json_documents']}")
+        if stats.get("untrusted"):
+            print(f"trust:          NOT USED: {stats['untrusted']} (see docs/user-guide.md, "
+                  "'Who can write the cache')")
     else:
         removed = cache.clear_cache(args.cache_dir)
         print(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'} from "
@@ -212,11 +215,23 @@ def cmd_compile(args) -> int:
     if args.num_stages is not None:
         options["num_stages"] = args.num_stages
     compiled = compile_kernel(ASTSource(kernel, signature, constexprs, attrs), target=target, options=options)
-    os.makedirs(args.output, exist_ok=True)
+    try:
+        written = _write_outputs(args.output, args.kernel.rpartition(":")[2], compiled)
+    except OSError as exc:  # an unwritable or impossible -o is the user's to fix: a message, not a traceback
+        raise CLIError(f"cannot write the output to {args.output}: {exc.strerror or exc}"
+                       + (f" ({exc.filename})" if exc.filename and exc.filename != args.output else "")) from None
     base = args.kernel.rpartition(":")[2]
+    print(f"compiled {base} for {target}:")
+    for path in written:
+        print(f"  {path}")
+    return 0
+
+
+def _write_outputs(output: str, base: str, compiled) -> list:
+    os.makedirs(output, exist_ok=True)
     written = []
     for stage, content in compiled.asm.items():
-        path = os.path.join(args.output, f"{base}.{stage}")
+        path = os.path.join(output, f"{base}.{stage}")
         if isinstance(content, (bytes, bytearray)):
             with open(path, "wb") as f:
                 f.write(content)
@@ -224,14 +239,11 @@ def cmd_compile(args) -> int:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(str(content))
         written.append(path)
-    meta_path = os.path.join(args.output, f"{base}.json")
+    meta_path = os.path.join(output, f"{base}.json")
     with open(meta_path, "w", encoding="utf-8") as f:
         json.dump(compiled.metadata, f, indent=2, default=str)
     written.append(meta_path)
-    print(f"compiled {base} for {target}:")
-    for path in written:
-        print(f"  {path}")
-    return 0
+    return written
 
 
 # ---- tilejit demo ------------------------------------------------------------------------------

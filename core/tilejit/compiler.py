@@ -516,8 +516,9 @@ def compile(src, target=None, options=None) -> CompiledKernel:
     if dump_dir:
         try:
             _dump(str(dump_dir), metadata, asm)
-        except OSError as exc:  # a debugging aid must not fail the compilation
-            warnings.warn(f"tilejit: could not write TILEJIT_DUMP_DIR={dump_dir}: {exc}", RuntimeWarning)
+        except OSError as exc:  # a debugging aid must not fail the compilation (warned once per directory)
+            from tilejit.config import warn_dump_failure
+            warn_dump_failure(str(dump_dir), exc)
     _store_to_disk(key, metadata, asm)
     kernel = CompiledKernel(src.name, target, metadata, asm)
     with _memory_lock:

@@ -106,6 +106,14 @@ class Knobs:
         return value
 
     @property
+    def cache_strict(self) -> bool:
+        """TILEJIT_CACHE_STRICT (default on): use a cache directory only when nobody else can write it.
+
+        See tilejit.runtime.cache_trust for the rules; `0` turns the checks off, like ssh's `StrictModes no`.
+        """
+        return _flag("TILEJIT_CACHE_STRICT") if os.environ.get("TILEJIT_CACHE_STRICT", "").strip() else True
+
+    @property
     def always_compile(self) -> bool:
         """TILEJIT_ALWAYS_COMPILE: ignore cached binaries and compile again."""
         return _flag("TILEJIT_ALWAYS_COMPILE")
@@ -170,9 +178,22 @@ class Knobs:
 
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
-        names = ("cache_dir", "cache_max_bytes", "always_compile", "dump_dir", "target", "interpret",
-                 "ptxas", "lld", "debug", "sanitize", "fp32_default")
+        names = ("cache_dir", "cache_max_bytes", "cache_strict", "always_compile", "dump_dir", "target",
+                 "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default")
         return {name: getattr(self, name) for name in names}
 
 
 knobs = Knobs()
+
+_dump_failures: set = set()
+
+
+def warn_dump_failure(dump_dir: str, exc: OSError) -> None:
+    """TILEJIT_DUMP_DIR cannot be written: a debugging aid must not fail compilations. Warns once per
+    directory and process (not at every compilation); the compilation goes on without its dump."""
+    import warnings
+    if dump_dir in _dump_failures:
+        return
+    _dump_failures.add(dump_dir)
+    warnings.warn(f"tilejit: cannot write TILEJIT_DUMP_DIR={dump_dir} ({exc.strerror or exc}); "
+                  "compiling without dumps", RuntimeWarning, stacklevel=3)

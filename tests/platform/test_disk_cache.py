@@ -47,10 +47,18 @@ def test_miss_and_no_leftovers():
     assert os.listdir(kernels) == ["k2"]  # the staging directory was renamed, nothing left behind
 
 
-def test_second_store_keeps_the_first_entry():
+def test_second_store_of_the_same_entry_keeps_it():
     FileCacheManager("k").store(META, artifacts_for(1))
-    FileCacheManager("k").store(META, artifacts_for(2))
-    assert FileCacheManager("k").load()[1] == artifacts_for(1)
+    inode = os.stat(entry_path("k")).st_ino
+    FileCacheManager("k").store(dict(META), artifacts_for(1))  # a racing process publishing the same entry
+    assert os.stat(entry_path("k")).st_ino == inode and FileCacheManager("k").load()[1] == artifacts_for(1)
+
+
+def test_store_replaces_a_different_entry():
+    FileCacheManager("k").store(META, artifacts_for(1))
+    with pytest.warns(RuntimeWarning, match="replaced the cache entry 'k' \\(its artifacts differed\\)"):
+        FileCacheManager("k").store(META, artifacts_for(2))
+    assert FileCacheManager("k").load()[1] == artifacts_for(2)
 
 
 def test_flipped_byte_is_detected_and_entry_removed():

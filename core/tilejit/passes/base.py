@@ -89,9 +89,12 @@ class PassManager:
         kernel = kernel_name(module)
         folder = os.path.join(self.dump_dir, kernel) if self.dump_dir else None
         if folder:
-            os.makedirs(folder, exist_ok=True)
-            if self.first_index <= 1:
-                self._dump(folder, 0, "input", module)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as exc:  # an unwritable dump directory must not fail the compilation
+                folder = self._dump_failed(exc)
+        if folder and self.first_index <= 1:
+            folder = self._dump(folder, 0, "input", module)
         if self.verify:
             self._verify(module, "before the first pass", kernel)
         for index, p in enumerate(self.passes, start=self.first_index):
@@ -105,16 +108,26 @@ class PassManager:
                                        kernel=kernel) from e
             self.records.append(PassRecord(p.name, time.perf_counter() - start))
             if folder:
-                self._dump(folder, index, p.name, module)
+                folder = self._dump(folder, index, p.name, module)
             if self.verify:
                 self._verify(module, f"after pass '{p.name}'", kernel)
         return module
 
-    def _dump(self, folder: str, index: int, name: str, module: Module) -> None:
+    def _dump(self, folder: str, index: int, name: str, module: Module) -> Optional[str]:
+        """Write one dump; the folder for the next, or None when this one could not be written."""
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         path = os.path.join(folder, f"{index:02d}-{safe}.{self.dump_ext}")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(print_module(module))
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(print_module(module))
+        except OSError as exc:
+            return self._dump_failed(exc)
+        return folder
+
+    def _dump_failed(self, exc: OSError) -> None:
+        from ..config import warn_dump_failure
+        warn_dump_failure(str(self.dump_dir), exc)
+        return None
 
     @staticmethod
     def _verify(module: Module, when: str, kernel: str) -> None:

@@ -12,7 +12,20 @@ Never pickle: the metadata is JSON and the artifacts are plain files, so a cache
 diffed and trusted. Many processes may share one directory without locks, because a published entry is
 never modified: a writer fills a private staging directory and `os.rename`s it into place (the loser of
 a race discards its copy); a deleter renames the entry away before removing it. Every load checks the
-sha256 of every artifact; a damaged or partial entry is removed and reported as a miss.
+sha256 of every artifact; a damaged or partial entry is removed and reported as a miss, and `store`
+replaces whatever occupies an entry's place unless it is that very entry, so a damaged entry is
+repaired by the next compilation (see "Repairs" below).
+
+Trust: the cache is used only when nobody but the user and root can write into it (see cache_trust);
+otherwise tilejit warns once and compiles in memory.
+
+Repairs: a manifest that does not parse, names another key, or lists a file that is missing or whose
+checksum differs; an entry without a manifest; a file or a link where an entry's directory belongs --
+each is removed when `load` finds it (with a warning), and `store` replaces an entry whose content is
+not what is being stored (the compiler stores only after rejecting what it loaded: wrong hash, no
+artifact list). Eviction ranks entries by the last-use time tilejit itself writes (the entry's mtime,
+set from this process's clock on every load); a time in the future was not written by tilejit (or
+comes from a clock far ahead) and ranks as the oldest, so it cannot pin an entry forever.
 """
 from __future__ import annotations
 
@@ -23,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 import warnings
@@ -30,6 +44,7 @@ from typing import Any
 
 from tilejit.config import knobs
 from tilejit.errors import TilejitError
+from tilejit.runtime import cache_trust
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -39,11 +54,17 @@ _STAGE_PREFIX = ".stage-"
 _TRASH_PREFIX = ".trash-"
 # A staging or trash directory this old belongs to a process that died; eviction sweeps it.
 _STALE_SECONDS = 3600
+# A last-use time this far ahead of our clock was not written by tilejit: it ranks as oldest.
+_FUTURE_SLACK_SECONDS = 300
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}\Z")
 
 
 class CacheError(TilejitError, ValueError):
     """A value that cannot be put into the cache (bad artifact name, non-JSON metadata, ...)."""
+
+
+class _Damaged(Exception):
+    """An entry that exists but cannot be used: it is removed (load) or replaced (store)."""
 
 
 def _file_name_for(name: str) -> str:
@@ -65,11 +86,15 @@ def _remove_tree(path: str, parent: str) -> bool:
     trash = os.path.join(parent, f"{_TRASH_PREFIX}{os.path.basename(path)}-{os.getpid()}-{time.monotonic_ns()}")
     try:
         os.rename(path, trash)
-    except FileNotFoundError:
+    except OSError:  # FileNotFoundError: another process removed it first
         return False
-    except OSError:
-        return False
-    shutil.rmtree(trash, ignore_errors=True)
+    if os.path.isdir(trash) and not os.path.islink(trash):
+        shutil.rmtree(trash, ignore_errors=True)
+    else:  # a file or a link where an entry belongs
+        try:
+            os.unlink(trash)
+        except OSError:
+            pass
     return True
 
 
@@ -86,35 +111,83 @@ class FileCacheManager:
 
     # ---- reading ------------------------------------------------------------------------------
     def load(self) -> tuple[dict, dict[str, bytes | str]] | None:
-        """`(metadata, artifacts)` when a verified entry exists, else None (compile and `store`)."""
+        """`(metadata, artifacts)` when a verified entry exists, else None (compile and `store`).
+
+        Whatever damaged thing occupies the entry's place is removed, with a warning.
+        """
+        if not cache_trust.trusted(self.cache_dir):
+            return None
         try:
-            with open(os.path.join(self.path, MANIFEST), "rb") as f:
-                raw_manifest = f.read()
-        except (FileNotFoundError, NotADirectoryError):
+            entry = self._read()
+        except FileNotFoundError:
+            return None  # no entry, or removed by another process while we read it: a plain miss
+        except _Damaged as exc:
+            self._discard(str(exc))
             return None
         except OSError:
-            return None
+            return None  # unreadable (permissions, I/O): leave it alone
+        try:
+            now = time.time()
+            os.utime(self.path, (now, now))  # the last use, on our clock, for LRU eviction
+        except OSError:
+            pass
+        return entry
+
+    def _read(self) -> tuple[dict, dict[str, bytes | str]]:
+        """The verified entry; FileNotFoundError when there is none, _Damaged when it is damaged.
+
+        Every file is read through one open descriptor of the entry's directory, so an entry that
+        another process replaces meanwhile is read whole or found gone, never mixed with its successor.
+        """
+        st = os.lstat(self.path)  # FileNotFoundError: no entry
+        if not stat.S_ISDIR(st.st_mode):
+            raise _Damaged("the entry is not a directory")
+        try:
+            dir_fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+        except NotADirectoryError:
+            raise FileNotFoundError(self.path) from None  # replaced by a file meanwhile: next call sees it
+        try:
+            return self._read_in(dir_fd)
+        except (FileNotFoundError, _Damaged):
+            if not self._still_at_path(dir_fd):
+                raise FileNotFoundError(self.path) from None  # removed or replaced while we read it
+            raise
+        finally:
+            os.close(dir_fd)
+
+    def _still_at_path(self, dir_fd: int) -> bool:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        here = os.fstat(dir_fd)
+        return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+    def _read_in(self, dir_fd: int) -> tuple[dict, dict[str, bytes | str]]:
+        def read(name: str) -> bytes:
+            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+
+        try:
+            raw_manifest = read(MANIFEST)
+        except FileNotFoundError:
+            raise _Damaged("the entry has no manifest") from None
         try:
             manifest = json.loads(raw_manifest)
             metadata, records = self._check_manifest(manifest)
+            if manifest.get("key") != self.key:
+                raise ValueError("the manifest belongs to another key")
             artifacts = {}
             for name, record in records.items():
-                with open(os.path.join(self.path, record["file"]), "rb") as f:
-                    data = f.read()
+                data = read(record["file"])
                 if len(data) != record["size"] or _sha256(data) != record["sha256"]:
                     raise ValueError(f"checksum mismatch in artifact {name!r}")
                 artifacts[name] = data.decode("utf-8") if record["kind"] == "text" else data
         except FileNotFoundError:
-            if os.path.isdir(self.path):
-                self._discard("an artifact file is missing")  # partial entry
-            return None  # else: removed by another process while we read it; a plain miss
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError) as exc:
-            self._discard(str(exc))
-            return None
-        try:
-            os.utime(self.path)  # the entry's mtime is its last use, for LRU eviction
-        except OSError:
-            pass
+            raise _Damaged("an artifact file is missing") from None  # a partial entry
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            raise _Damaged(str(exc) or type(exc).__name__) from None
         return metadata, artifacts
 
     @staticmethod
@@ -136,13 +209,19 @@ class FileCacheManager:
 
     # ---- writing ------------------------------------------------------------------------------
     def store(self, metadata: dict, artifacts: dict[str, bytes | str]) -> None:
-        """Publish an entry atomically. A failure of the disk only warns: the compilation still works."""
+        """Publish an entry atomically, replacing a damaged or different one in its place.
+
+        A failure of the disk only warns: the compilation still works.
+        """
         records, payloads = self._prepare(metadata, artifacts)
-        if os.path.isdir(self.path):
-            return  # another process (or an earlier call) published this key already
+        if not cache_trust.trusted(self.cache_dir):
+            return
+        replaced = self._same_entry_or_why(metadata, artifacts)
+        if replaced is None:
+            return  # another process (or an earlier call) published this very entry already
         staging = None
         try:
-            os.makedirs(self.kernels_dir, exist_ok=True)
+            cache_trust.make_private_dirs(self.kernels_dir)
             staging = tempfile.mkdtemp(prefix=_STAGE_PREFIX, dir=self.kernels_dir)
             for file_name, data in payloads.items():
                 with open(os.path.join(staging, file_name), "wb") as f:
@@ -151,12 +230,15 @@ class FileCacheManager:
                         "metadata": metadata, "artifacts": records}
             with open(os.path.join(staging, MANIFEST), "w", encoding="utf-8") as f:
                 json.dump(manifest, f, indent=1)
+            if replaced and _remove_tree(self.path, self.kernels_dir):
+                warnings.warn(f"tilejit: replaced the cache entry {self.key!r} ({replaced})", RuntimeWarning,
+                              stacklevel=2)
             try:
                 os.rename(staging, self.path)
                 staging = None
             except OSError as exc:
-                # ENOTEMPTY/EEXIST: we lost the race, an identical entry was published (it may even
-                # have been evicted since). Ours goes; anything else is a real disk problem.
+                # ENOTEMPTY/EEXIST: we lost the race, an entry was published meanwhile (it may even have
+                # been evicted since). Ours goes; anything else is a real disk problem.
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                     raise
         except OSError as exc:
@@ -167,6 +249,23 @@ class FileCacheManager:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
         evict(knobs.cache_max_bytes, self.cache_dir)
+
+    def _same_entry_or_why(self, metadata: dict, artifacts: dict) -> str | None:
+        """None when this very entry is published already; "" when nothing is there; else what is wrong."""
+        try:
+            found_metadata, found_artifacts = self._read()
+        except FileNotFoundError:
+            return ""
+        except _Damaged as exc:
+            return f"it was damaged: {exc}"
+        except OSError as exc:
+            return f"it was unreadable: {exc}"
+        if found_metadata != json.loads(json.dumps(metadata)):
+            return "its metadata differed"
+        if {k: v.encode() if isinstance(v, str) else bytes(v) for k, v in found_artifacts.items()} != \
+                {k: v.encode() if isinstance(v, str) else bytes(v) for k, v in artifacts.items()}:
+            return "its artifacts differed"
+        return None
 
     @staticmethod
     def _prepare(metadata, artifacts) -> tuple[dict, dict[str, bytes]]:
@@ -252,13 +351,15 @@ def _str_or_none(metadata: Any, field: str) -> str | None:
 
 
 def cache_stats(cache_dir: str | None = None) -> dict[str, Any]:
-    """Directory, number of entries, bytes used, the size bound and the number of JSON documents."""
+    """Directory, number of entries, bytes used, the size bound, the number of JSON documents, and why
+    the directory is not used (`untrusted`: None when it is)."""
     cache_dir = os.path.abspath(cache_dir) if cache_dir else knobs.cache_dir
     dirs = _entry_dirs(cache_dir)
     json_dir = os.path.join(cache_dir, JSON_DIR)
     json_files = [n for n in os.listdir(json_dir) if n.endswith(".json")] if os.path.isdir(json_dir) else []
     return {"cache_dir": cache_dir, "entries": len(dirs), "total_bytes": sum(_dir_size(d.path) for d in dirs),
-            "max_bytes": knobs.cache_max_bytes, "json_documents": len(json_files)}
+            "max_bytes": knobs.cache_max_bytes, "json_documents": len(json_files),
+            "untrusted": cache_trust.untrusted_reason(cache_dir)}
 
 
 def evict(max_bytes: int, cache_dir: str | None = None) -> int:
@@ -267,14 +368,18 @@ def evict(max_bytes: int, cache_dir: str | None = None) -> int:
     kernels = os.path.join(cache_dir, KERNELS_DIR)
     _sweep_stale(kernels)
     sized = []
+    now = time.time()
     for entry in _entry_dirs(cache_dir):
         try:
-            sized.append((entry.stat(follow_symlinks=False).st_mtime, entry.path, _dir_size(entry.path)))
+            last_used = entry.stat(follow_symlinks=False).st_mtime
         except FileNotFoundError:
             continue
+        if last_used > now + _FUTURE_SLACK_SECONDS:
+            last_used = float("-inf")  # not a time tilejit wrote: it must not pin the entry
+        sized.append((last_used, entry.path, _dir_size(entry.path)))
     total = sum(size for _, _, size in sized)
     removed = 0
-    for _, path, size in sorted(sized):
+    for _, path, size in sorted(sized, key=lambda item: item[0]):
         if total <= max_bytes:
             break
         if _remove_tree(path, kernels):
@@ -292,7 +397,7 @@ def _sweep_stale(kernels: str) -> None:
         return
     for entry in leftovers:
         try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_SECONDS:
+            if abs(now - entry.stat(follow_symlinks=False).st_mtime) > _STALE_SECONDS:
                 shutil.rmtree(entry.path, ignore_errors=True)
         except FileNotFoundError:
             pass
@@ -325,7 +430,9 @@ def _json_path(name: str, cache_dir: str | None) -> str:
 
 
 def load_json(name: str, cache_dir: str | None = None):
-    """The document stored under `name`, or None when missing or unreadable."""
+    """The document stored under `name`, or None when missing, unreadable or in an untrusted cache."""
+    if not cache_trust.trusted(os.path.abspath(cache_dir) if cache_dir else knobs.cache_dir):
+        return None
     try:
         with open(_json_path(name, cache_dir), "r", encoding="utf-8") as f:
             return json.load(f)
@@ -340,7 +447,9 @@ def store_json(name: str, obj, cache_dir: str | None = None) -> None:
         text = json.dumps(obj, indent=1, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise CacheError(f"document {name!r} must be JSON-serialisable: {exc}") from None
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not cache_trust.trusted(os.path.abspath(cache_dir) if cache_dir else knobs.cache_dir):
+        return
+    cache_trust.make_private_dirs(os.path.dirname(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
