@@ -31,6 +31,8 @@ _LAZY = {
     "OutOfResources": ("tilejit.errors", "OutOfResources"),
     "InterpreterError": ("tilejit.errors", "InterpreterError"),
     "LaunchError": ("tilejit.errors", "LaunchError"),
+    "ArgumentError": ("tilejit.errors", "ArgumentError"),
+    "GridError": ("tilejit.errors", "GridError"),
 }
 
 _SUBMODULES = ("language", "testing", "runtime", "backends", "ir", "frontend", "passes", "gpu", "config",
