@@ -94,7 +94,7 @@ SCALAR_CODES = {
 }
 POINTER_CODE = "Q"
 _FLOAT_TYPES = frozenset({"fp16", "bf16", "fp32", "fp64", "f16", "f32", "f64"})
-_NARROW_FLOATS = {"fp16": "e", "f16": "e", "fp32": "f", "f32": "f"}
+_NARROW_FLOATS = {"fp16": "<e", "f16": "<e", "fp32": "<f", "f32": "<f"}  # standard mode checks the range
 
 
 def scalar_code(type_string: str) -> str:
