@@ -38,6 +38,8 @@ _LAZY = {
     "TensorWrapper": ("tilejit.runtime.tensor_wrapper", "TensorWrapper"),
     "alias_triton": ("tilejit.alias", "alias_triton"),
     "TRITON_API_VERSION": ("tilejit.alias", "TRITON_API_VERSION"),
+    "ArgumentError": ("tilejit.errors", "ArgumentError"),
+    "GridError": ("tilejit.errors", "GridError"),
 }
 
 _SUBMODULES = ("language", "testing", "runtime", "backends", "ir", "frontend", "passes", "gpu", "config",

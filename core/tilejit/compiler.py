@@ -94,23 +94,11 @@ def reset_launch_hooks() -> None:
 
 # --- helpers ------------------------------------------------------------------------------------
 
-def normalize_grid(grid, kernel_name: str) -> tuple[int, int, int]:
-    """A grid of 1-3 non-negative ints (tuple/list/int) -> a 3-tuple; ValueError naming the kernel."""
-    if isinstance(grid, int) and not isinstance(grid, bool):
-        grid = (grid,)
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise ValueError(f"kernel '{kernel_name}': the grid must be 1 to 3 integers, got {grid!r}")
-    dims = []
-    for dim in grid:
-        if isinstance(dim, bool) or not hasattr(dim, "__index__"):
-            raise ValueError(f"kernel '{kernel_name}': grid dimensions must be integers, got {grid!r}")
-        dim = dim.__index__()
-        if dim < 0:
-            raise ValueError(f"kernel '{kernel_name}': grid dimensions must not be negative, got {grid!r}")
-        dims.append(dim)
-    while len(dims) < 3:
-        dims.append(1)
-    return tuple(dims)
+def normalize_grid(grid, kernel_name: str | None = None) -> tuple[int, int, int]:
+    """The launch ABI's one grid check (`tilejit.runtime.launch_abi.normalize_grid`; imported here
+    when called: the runtime package imports this module)."""
+    from tilejit.runtime.launch_abi import normalize_grid as check
+    return check(grid, kernel_name)
 
 
 def _json_safe(value):

@@ -104,3 +104,21 @@ class UnsupportedLanguageConstruct(CompilationError):
 
 class LaunchError(TilejitError):
     """A backend failed to launch a compiled kernel."""
+
+
+class ArgumentError(TilejitError):
+    """A launch that a kernel cannot take: a wrong argument (named by its parameter) or a wrong grid.
+    Raised as one of the two subclasses below, so `except TypeError`/`except ValueError` catch it too."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of a kind the parameter cannot take (a tensor for an `int`, a string, ...)."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the right kind but an unusable value (out of range, read-only, no data, ...)."""
+
+
+class GridError(ArgumentError, ValueError, TypeError):
+    """A launch grid that is not 1 to 3 integers in [0, 2**31 - 1]. Every launch path raises this one
+    class; it is both a ValueError and a TypeError, so code written for either keeps working."""

@@ -13,6 +13,7 @@ import pytest
 import amd_kernels
 from tilejit_amd import toolchain
 from tilejit_amd.elf import inspect_hsaco
+from tilejit.errors import ArgumentTypeError, ArgumentValueError
 from tilejit_amd.kernargs import KernargLayout, KernelArgumentError, encode_scalar
 
 # Natural alignment of (ptr, i32, i64, f32, f16, ptr, i8, f64, i16) from offset 0.
@@ -97,7 +98,7 @@ def test_pointer_sources():
     assert encode_scalar(FakeTensor(0x1234), "*fp16", "p") == struct.pack("<Q", 0x1234)
     assert encode_scalar(None, "*fp16", "p") == bytes(8)
     np = pytest.importorskip("numpy")
-    with pytest.raises(KernelArgumentError, match="'p'.*host array"):
+    with pytest.raises(ArgumentValueError, match="'p' is a host array"):
         encode_scalar(np.zeros(4), "*fp32", "p")
 
 
@@ -115,11 +116,11 @@ def test_argument_errors_name_the_parameter():
         layout.pack(VALUES[:8])
     bad = list(VALUES)
     bad[1] = 2 ** 31
-    with pytest.raises(KernelArgumentError, match="'n' has type i32; value 2147483648 does not fit"):
+    with pytest.raises(ArgumentValueError, match="'n': 2147483648 does not fit in i32"):
         layout.pack(bad)
     bad = list(VALUES)
     bad[3] = "fast"
-    with pytest.raises(TypeError, match="'scale' has type fp32"):
+    with pytest.raises(ArgumentTypeError, match=r"'scale' must be a number \(fp32\)"):
         layout.pack(bad)
 
 

@@ -199,3 +199,78 @@ def test_calling_the_launcher_takes_every_grid_form(vector_add_cubin):
     for bad in ((-1, 1, 1), -1):
         with pytest.raises(ValueError, match="negative"):
             launcher(bad, [a, b, out, n])
+
+
+# --- autograd through the JIT (issue 9): tensors that require grad are passed by data_ptr() ---------
+
+import tilejit  # noqa: E402
+import tilejit.language as tl  # noqa: E402
+
+
+@tilejit.jit
+def scaled_tanh_forward(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    e = tl.exp(-2.0 * x)
+    tl.store(y_ptr + offs, tl.load(w_ptr + offs, mask=mask) * (1.0 - e) / (1.0 + e), mask=mask)
+
+
+@tilejit.jit
+def scaled_tanh_backward(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask)
+    e = tl.exp(-2.0 * x)
+    t = (1.0 - e) / (1.0 + e)
+    tl.store(dx_ptr + offs, dy * tl.load(w_ptr + offs, mask=mask) * (1.0 - t * t), mask=mask)
+    tl.store(dw_ptr + offs, dy * t, mask=mask)
+
+
+class ScaledTanh(torch.autograd.Function):
+    """y = w * tanh(x) with tilejit kernels for forward and backward."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        y = torch.empty_like(x)
+        scaled_tanh_forward[(triton_cdiv(x.numel(), 128),)](x, w, y, x.numel(), BLOCK=128)
+        ctx.save_for_backward(x, w)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        dx, dw = torch.empty_like(x), torch.empty_like(w)
+        scaled_tanh_backward[(triton_cdiv(x.numel(), 128),)](x, w, dy.contiguous(), dx, dw, x.numel(), BLOCK=128)
+        return dx, dw
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def test_autograd_function_forward_and_backward_on_cuda():
+    """Failed in every backward with "Can't get __cuda_array_interface__ on Variable that requires grad"."""
+    x = torch.randn(1000, device="cuda", requires_grad=True)
+    w = torch.nn.Parameter(torch.randn(1000, device="cuda"))
+    y = ScaledTanh.apply(x * 1.5, w)            # a non-leaf input that requires grad
+    (y * y).sum().backward()
+    x_ref, w_ref = x.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
+    y_ref = w_ref * torch.tanh(x_ref * 1.5)
+    (y_ref * y_ref).sum().backward()
+    compiled = scaled_tanh_forward.warmup(x, w, y, 1000, BLOCK=128, grid=(8,))
+    assert compiled.target.backend == "cuda"
+    torch.testing.assert_close(y, y_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, w_ref.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_interpreter_writes_back_into_a_cuda_parameter():
+    """The interpreter copies CUDA tensors to the host and back; the copy back into a leaf that requires
+    grad must not be an autograd in-place error."""
+    w = torch.nn.Parameter(torch.zeros(300, device="cuda"))
+    x = torch.randn(300, device="cuda", requires_grad=True)
+    with tilejit.target("interpreter"):
+        scaled_tanh_forward[(3,)](x, torch.ones(300, device="cuda"), w, 300, BLOCK=128)
+    torch.testing.assert_close(w.detach(), torch.tanh(x.detach()), rtol=1e-5, atol=1e-5)

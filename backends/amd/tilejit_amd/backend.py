@@ -52,7 +52,7 @@ class HIPBackend(GPUBackend):
         stages["hsaco"] = hsaco
 
     def make_launcher(self, compiled_kernel):
-        from tilejit.gpu.stages import runtime_signature
+        from tilejit.runtime.launch_abi import runtime_signature
         from .launcher import HipLauncher
         md = compiled_kernel.metadata
         return HipLauncher(compiled_kernel.asm["hsaco"], md["name"], runtime_signature(md), md["num_warps"],

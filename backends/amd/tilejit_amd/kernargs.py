@@ -13,21 +13,15 @@ the GPU will read (useful to check and to launch through HSA directly), and cost
 """
 from __future__ import annotations
 
-import math
-import operator
 import struct
 from dataclasses import dataclass
 
-from tilejit.errors import TilejitError
+from tilejit.errors import ArgumentTypeError
+from tilejit.runtime.args import DLPACK_ROCM, device_pointer as _device_pointer
+from tilejit.runtime.launch_abi import SCALAR_CODES, normalize_grid, scalar_value
 
 from tilejit_amd.elf import KernelArg, KernelInfo, parse_kernel_metadata
 
-# Scalar type string -> (struct format, size in bytes, kind). Sizes are what LLVM gives the argument.
-_INT_FORMATS = {
-    "i1": ("B", 1), "i8": ("b", 1), "i16": ("h", 2), "i32": ("i", 4), "i64": ("q", 8),
-    "u1": ("B", 1), "u8": ("B", 1), "u16": ("H", 2), "u32": ("I", 4), "u64": ("Q", 8),
-}
-_FLOAT_FORMATS = {"fp16": ("e", 2), "fp32": ("f", 4), "fp64": ("d", 8), "bf16": (None, 2)}
 _TYPE_ALIASES = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
                  "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "f16": "fp16",
                  "f32": "fp32", "f64": "fp64", "float16": "fp16", "float32": "fp32", "float64": "fp64",
@@ -51,8 +45,9 @@ _HIDDEN_VALUES = {
 }
 
 
-class KernelArgumentError(TilejitError, TypeError):
-    """A launch argument that cannot be passed to the kernel parameter it is bound to."""
+class KernelArgumentError(ArgumentTypeError):
+    """A launch argument (or signature) that cannot be passed to the kernel parameter it is bound to.
+    Values out of range are `tilejit.errors.ArgumentValueError`, as on every backend."""
 
 
 def normalize_type(type_string: str) -> str:
@@ -67,76 +62,27 @@ def scalar_size(type_string: str) -> int | None:
     kind = normalize_type(type_string)
     if kind.startswith("*"):
         return 8
-    if kind in _INT_FORMATS:
-        return _INT_FORMATS[kind][1]
-    if kind in _FLOAT_FORMATS:
-        return _FLOAT_FORMATS[kind][1]
-    return None
+    code = SCALAR_CODES.get(kind)
+    return struct.calcsize("<" + code) if code is not None else None
 
 
 def device_pointer(value, param: str) -> int:
-    """The device address of a pointer argument: raw int, `data_ptr()`, `__cuda_array_interface__`."""
-    if value is None:
-        return 0
-    if isinstance(value, bool):
-        raise KernelArgumentError(f"parameter '{param}' is a pointer; got a bool")
-    if isinstance(value, int):
-        return value
-    if hasattr(value, "data_ptr") and callable(value.data_ptr):
-        return int(value.data_ptr())
-    interface = getattr(value, "__cuda_array_interface__", None)
-    if isinstance(interface, dict) and "data" in interface:
-        return int(interface["data"][0])
-    if hasattr(value, "__array_interface__"):
-        raise KernelArgumentError(f"parameter '{param}' is a pointer to GPU memory; got a host array "
-                                  f"({type(value).__name__}); move it to the GPU first")
-    raise KernelArgumentError(f"parameter '{param}' is a pointer; cannot take a device address from "
-                              f"{type(value).__name__} (pass a tensor, an object with "
-                              "__cuda_array_interface__ or data_ptr(), or an int address)")
-
-
-def _bf16_bits(value: float) -> int:
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    if math.isnan(value):
-        return 0x7FC0
-    rounding = 0x7FFF + ((bits >> 16) & 1)  # round to nearest, ties to even
-    return ((bits + rounding) >> 16) & 0xFFFF
+    """The device address of a pointer argument (the shared reader of `tilejit.runtime.args`): an int
+    address, None, `data_ptr()`, `__cuda_array_interface__` or a ROCm DLPack producer."""
+    return _device_pointer(value, param, (DLPACK_ROCM,), "ROCm GPU")
 
 
 def encode_scalar(value, type_string: str, param: str) -> bytes:
-    """Little-endian bytes of `value` as a kernel parameter of type `type_string`."""
+    """Little-endian bytes of `value` as a kernel parameter of type `type_string` (the launch ABI's
+    encoding, `tilejit.runtime.launch_abi`)."""
     kind = normalize_type(type_string)
     if kind.startswith("*"):
         return struct.pack("<Q", device_pointer(value, param) & 0xFFFF_FFFF_FFFF_FFFF)
-    if kind in _INT_FORMATS:
-        fmt, _ = _INT_FORMATS[kind]
-        try:
-            number = operator.index(value)
-        except TypeError:
-            raise KernelArgumentError(f"parameter '{param}' has type {kind}; got {type(value).__name__} "
-                                      f"{value!r}") from None
-        if kind in ("i1", "u1"):
-            number = int(bool(number))
-        try:
-            return struct.pack("<" + fmt, number)
-        except struct.error:
-            raise KernelArgumentError(f"parameter '{param}' has type {kind}; value {number} does not fit")\
-                from None
-    if kind in _FLOAT_FORMATS:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise KernelArgumentError(f"parameter '{param}' has type {kind}; got {type(value).__name__} "
-                                      f"{value!r}") from None
-        if kind == "bf16":
-            return struct.pack("<H", _bf16_bits(number))
-        try:
-            return struct.pack("<" + _FLOAT_FORMATS[kind][0], number)
-        except (struct.error, OverflowError):
-            raise KernelArgumentError(f"parameter '{param}' has type {kind}; {number} is out of range")\
-                from None
-    raise KernelArgumentError(f"parameter '{param}' has type '{type_string}', which the AMD launcher "
-                              "cannot pass by value")
+    code = SCALAR_CODES.get(kind)
+    if code is None:
+        raise KernelArgumentError(f"parameter '{param}' has type '{type_string}', which the AMD launcher "
+                                  "cannot pass by value")
+    return struct.pack("<" + code, scalar_value(value, kind, param))
 
 
 @dataclass(frozen=True)
@@ -147,10 +93,10 @@ class ExplicitSlot:
     size: int
 
 
-def _triple(values, what: str) -> tuple[int, int, int]:
-    items = tuple(int(v) for v in values)
-    if len(items) > 3 or any(v < 0 for v in items):
-        raise ValueError(f"{what} must be up to 3 non-negative ints, got {values!r}")
+def _block3(block) -> tuple[int, int, int]:
+    items = tuple(int(v) for v in block)
+    if not 1 <= len(items) <= 3 or any(v < 1 for v in items):
+        raise ValueError(f"block must be 1 to 3 positive ints, got {block!r}")
     return items + (1,) * (3 - len(items))
 
 
@@ -212,7 +158,7 @@ class KernargLayout:
             names = ", ".join(slot.name for slot in self.explicit) or "none"
             raise KernelArgumentError(f"kernel '{self.kernel}' takes {len(self.explicit)} arguments "
                                       f"({names}); got {len(args)}")
-        grid3, block3 = _triple(grid, "grid"), _triple(block, "block")
+        grid3, block3 = normalize_grid(grid, self.kernel), _block3(block)
         buffer = bytearray(self.size)
         for slot, value in zip(self.explicit, args):
             buffer[slot.offset:slot.offset + slot.size] = encode_scalar(value, slot.type, slot.name)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ctypes
 
-from tilejit.errors import LaunchError, OutOfResources
+from tilejit.errors import GridError, LaunchError, OutOfResources
+from tilejit.runtime.launch_abi import normalize_grid
 
 from tilejit_amd.driver import hip_check, hip_runtime
 from tilejit_amd.elf import inspect_hsaco
@@ -28,18 +29,6 @@ HIP_LAUNCH_PARAM_END = 0x03
 # HIP rejects a launch whose gridDim * blockDim reaches 2**32 in any dimension.
 _MAX_WORK_ITEMS_PER_DIM = 2 ** 32 - 1
 _DEFAULT_LDS_LIMIT = 64 * KiB
-
-
-def _grid3(grid) -> tuple[int, int, int]:
-    try:
-        items = tuple(int(g) for g in grid)
-    except TypeError:
-        items = (int(grid),)
-    if not 1 <= len(items) <= 3:
-        raise LaunchError(f"grid must have 1 to 3 dimensions, got {grid!r}")
-    if any(g < 0 for g in items):
-        raise LaunchError(f"grid dimensions must not be negative, got {grid!r}")
-    return items + (1,) * (3 - len(items))
 
 
 class HipLauncher:
@@ -98,15 +87,15 @@ class HipLauncher:
 
     def kernargs(self, grid, args) -> bytes:
         """The kernarg bytes a launch of `grid` with `args` passes (no GPU needed)."""
-        return self.layout.pack(args, _grid3(grid), self.block, self.dynamic_lds)
+        return self.layout.pack(args, normalize_grid(grid, self.kernel_name), self.block, self.dynamic_lds)
 
     def __call__(self, grid, args, stream=None):
-        grid3 = _grid3(grid)
+        grid3 = normalize_grid(grid, self.kernel_name)
         if 0 in grid3:
             return  # an empty grid launches nothing, as in CUDA/Triton
         for dim, (blocks, threads) in enumerate(zip(grid3, self.block)):
             if blocks * threads > _MAX_WORK_ITEMS_PER_DIM:
-                raise LaunchError(f"kernel '{self.kernel_name}': grid dimension {dim} has {blocks} blocks of "
+                raise GridError(f"kernel '{self.kernel_name}': grid dimension {dim} has {blocks} blocks of "
                                   f"{threads} threads, more than HIP's {_MAX_WORK_ITEMS_PER_DIM} work-items")
         packed = self.layout.pack(args, grid3, self.block, self.dynamic_lds)
         function = self.load()

@@ -12,6 +12,7 @@ import numpy as np
 
 from tilejit import ir
 from tilejit.errors import CompilationError
+from tilejit.runtime.launch_abi import bf16_bits
 
 from . import numerics as nx
 from .memory import DYNAMIC
@@ -218,6 +219,9 @@ class ValueOpsMixin:
                 values = [bool(v) for v in values]
             literal = "[" + ", ".join(py_literal(v) for v in values) + "]"
             array = f"np.array({literal}, dtype={self.dt(elem)})"
+        elif isinstance(elem, ir.FloatType) and f == "bf16":
+            # The launch ABI's rounding (float32, then bfloat16): the GPUs' constants and bf16 arguments.
+            array = "np.array([" + ", ".join(str(bf16_bits(v)) for v in values) + "], dtype=np.uint16)"
         elif isinstance(elem, ir.FloatType):
             literal = "[" + ", ".join(py_literal(float(v)) for v in values) + "]"
             array = f"np.array({literal}, dtype=np.float64)"

@@ -3,16 +3,25 @@
 The program text is compiled once per launcher; a launch converts the arguments (views, never
 copies, except CUDA tensors which go to the host and back like TRITON_INTERPRET=1), then calls the
 program once per batch of at most `batch` programs.
+
+Every pointer argument is bounded by its own extent, whatever its type: from the lowest to the
+highest byte its elements occupy (a view of a larger tensor or array cannot reach the rest of it).
+Memory that must not be written (a NumPy array that is not writeable, a torch tensor over a read-only
+mapping such as `np.memmap(mode="r")` or over an immutable `bytes` object) is registered read-only:
+loads work, and a store or atomic through it is an InterpreterError naming the argument and the line.
+Scalars are checked and encoded by the launch ABI (`tilejit.runtime.launch_abi`), as on the GPUs.
 """
 from __future__ import annotations
 
 import ctypes
 import sys
+import weakref
 
 import numpy as np
 
 from tilejit.backends import Launcher
-from tilejit.errors import InterpreterError
+from tilejit.errors import ArgumentTypeError, ArgumentValueError, InterpreterError
+from tilejit.runtime.launch_abi import normalize_grid, runtime_signature, scalar_value
 from tilejit.runtime.tensor_wrapper import TensorWrapper
 
 from . import numerics as nx
@@ -21,11 +30,14 @@ from .memory import Memory, slot_base
 DEFAULT_MAX_BATCH_ELEMENTS = 1 << 22
 
 
-def _raw_bytes(address: int, nbytes: int) -> np.ndarray:
-    """A writable uint8 view of `nbytes` of host memory at `address` (kept alive by the caller)."""
+def _raw_bytes(address: int, nbytes: int, writable: bool = True) -> np.ndarray:
+    """A uint8 view of `nbytes` of host memory at `address` (kept alive by the caller)."""
     if nbytes == 0:
         return np.zeros(0, np.uint8)
-    return np.frombuffer((ctypes.c_uint8 * nbytes).from_address(address), dtype=np.uint8)
+    view = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(address), dtype=np.uint8)
+    if not writable:
+        view.flags.writeable = False
+    return view
 
 
 def _array_extent(address: int, shape, strides, itemsize: int):
@@ -49,22 +61,79 @@ class _Argument:
         self.buffer, self.start, self.keep, self.writeback = buffer, start, keep, writeback
 
 
-def _torch_argument(t, name: str, interpret_cuda: bool) -> _Argument:
+# --- read-only memory under torch tensors -------------------------------------------------------
+# torch has no read-only tensors: `torch.from_numpy` of a read-only array or memmap and
+# `torch.frombuffer` of a `bytes` object only warn, and writing through them crashes the process
+# (SIGSEGV on a read-only mapping) or changes an immutable object. Memory torch allocated itself
+# (a resizable storage) is writable; for the rest (external memory) the answer is found once per
+# storage (its memory cannot change while it lives) and remembered.
+
+_PAGE = 4096
+_BYTES_HEADER = bytes.__basicsize__ - 1          # CPython: offset of a bytes object's first byte
+_BYTES_TYPE = id(bytes)
+_verdict_by_storage: dict = {}                  # id(storage) -> (weak reference, writable)
+
+
+def _read_only_ranges() -> list:
+    """(start, end) of every mapping of this process that is not writable (Linux; else none)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return []
+    ranges = []
+    for line in lines:
+        fields = line.split(None, 2)
+        if len(fields) >= 2 and fields[1][1:2] != b"w":
+            start, _, end = fields[0].partition(b"-")
+            ranges.append((int(start, 16), int(end, 16)))
+    return ranges
+
+
+def _inside_bytes_object(address: int, nbytes: int) -> bool:
+    """Is [address, address + nbytes) the contents of a CPython `bytes` object (which must never
+    change)? Read from the object header just before the data, only when it is on the same page."""
+    if sys.implementation.name != "cpython" or address % _PAGE < _BYTES_HEADER:
+        return False
+    header = address - _BYTES_HEADER
+    type_address = ctypes.c_size_t.from_address(header + ctypes.sizeof(ctypes.c_ssize_t)).value
+    size = ctypes.c_ssize_t.from_address(header + 2 * ctypes.sizeof(ctypes.c_ssize_t)).value
+    return type_address == _BYTES_TYPE and 0 <= nbytes <= size
+
+
+def _storage_writable(storage) -> bool:
+    if storage.resizable():
+        return True
+    entry = _verdict_by_storage.get(id(storage))
+    if entry is not None and entry[0]() is storage:
+        return entry[1]
+    address, nbytes = storage.data_ptr(), storage.nbytes()
+    writable = not nbytes or not (
+        _inside_bytes_object(address, nbytes)
+        or any(start < address + nbytes and address < end for start, end in _read_only_ranges()))
+    if len(_verdict_by_storage) > 256:
+        _verdict_by_storage.clear()
+    _verdict_by_storage[id(storage)] = (weakref.ref(storage), writable)
+    return writable
+
+
+def _torch_argument(t, name: str) -> _Argument:
     writeback = None
-    if t.device.type != "cpu":
-        if not interpret_cuda and t.device.type != "cuda":
-            raise ValueError(f"argument '{name}' lives on device '{t.device}', which the interpreter cannot "
-                             "read")
+    device = t.device.type
+    if device == "meta":
+        raise ArgumentValueError(f"argument '{name}' is a meta tensor: it has no data for a kernel to run on "
+                                 "(meta tensors can be used to compile: `kernel.warmup(...)`)")
+    if device != "cpu":
         host = t.detach().cpu()
-        original = t
+        original = t.detach()  # a tensor that requires grad takes the copy back like any other
 
         def writeback(host=host, original=original):
             original.copy_(host.to(original.device))
         t = host
-    storage = t.untyped_storage()
-    base = storage.data_ptr()
-    buffer = _raw_bytes(base, storage.nbytes())
-    return _Argument(buffer, t.data_ptr() - base, keep=t, writeback=writeback)
+    address = t.data_ptr()
+    low, nbytes = _array_extent(address, t.shape, [s * t.element_size() for s in t.stride()], t.element_size())
+    writable = writeback is not None or _storage_writable(t.untyped_storage())
+    return _Argument(_raw_bytes(low, nbytes, writable), address - low, keep=t, writeback=writeback)
 
 
 def prepare_pointer(arg, name: str) -> _Argument:
@@ -73,12 +142,10 @@ def prepare_pointer(arg, name: str) -> _Argument:
             return _Argument(arg.reshape(-1).view(np.uint8), 0, keep=arg)
         address = arg.__array_interface__["data"][0]
         low, nbytes = _array_extent(address, arg.shape, arg.strides, arg.itemsize)
-        if not arg.flags.writeable:
-            raise ValueError(f"argument '{name}' is a read-only NumPy array; kernels may write through it")
-        return _Argument(_raw_bytes(low, nbytes), address - low, keep=arg)
+        return _Argument(_raw_bytes(low, nbytes, bool(arg.flags.writeable)), address - low, keep=arg)
     module = type(arg).__module__
     if module.startswith("torch"):
-        return _torch_argument(arg, name, True)
+        return _torch_argument(arg, name)
     if isinstance(arg, TensorWrapper):  # `tilejit.reinterpret`: the base's bytes, read as the signature says
         return prepare_pointer(arg.base, name)
     if hasattr(arg, "__array_interface__"):
@@ -86,34 +153,84 @@ def prepare_pointer(arg, name: str) -> _Argument:
     if hasattr(arg, "__cuda_array_interface__") or hasattr(arg, "__dlpack__"):
         try:
             import torch
-            return _torch_argument(torch.from_dlpack(arg), name, True)
+            tensor = torch.from_dlpack(arg)
         except Exception as exc:  # no torch, or not a DLPack producer torch understands
-            raise ValueError(f"argument '{name}': cannot read this device array on the host "
-                             f"({type(arg).__name__}): {exc}") from None
-    raise TypeError(f"argument '{name}' must be an array or tensor for a pointer parameter, "
-                    f"got {type(arg).__name__}")
+            raise ArgumentValueError(f"argument '{name}': cannot read this device array on the host "
+                                     f"({type(arg).__name__}): {exc}") from None
+        return _torch_argument(tensor, name)
+    raise ArgumentTypeError(f"argument '{name}' must be an array or tensor for a pointer parameter, "
+                            f"got {type(arg).__name__}")
 
 
-def _scalar_converter(name: str, ir_type: str, dtype):
+# The launch ABI's type string of each scalar IR type (the IR does not tell u64 from i64: the
+# signature does, when it is at hand).
+_TYPE_STRING_OF_IR = {"f16": "fp16", "f32": "fp32", "f64": "fp64"}
+
+
+def _scalar_converter(name: str, ir_type: str, dtype, type_string: str | None = None):
+    """`value -> NumPy scalar` of one scalar parameter, checked by the launch ABI (a bool, int or
+    float of the right kind that fits the type; bf16 rounded as everywhere else)."""
+    if ir_type in nx.EMULATED_FLOATS and ir_type != "bf16":  # fp8: no scalar ABI, encoded here
+        return lambda value: nx.encode_float(np.float64(scalar_value(value, "fp32", name)), ir_type)[()]
+    ts = type_string or _TYPE_STRING_OF_IR.get(ir_type, ir_type)
+    if ir_type == "bf16":
+        return lambda value: np.uint16(scalar_value(value, "bf16", name))
     if ir_type.startswith("i"):
         width = int(ir_type[1:])
+        low, high = (0, 1) if width == 1 else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
 
         def convert(value):
-            if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
-                value = value.item()
-            if not isinstance(value, (int, bool, np.integer)):
-                raise TypeError(f"argument '{name}' must be an integer ({ir_type}), got {type(value).__name__}")
-            v = nx.wrap_int(int(value), width)
-            return np.bool_(v) if width == 1 else dtype(v)
+            if type(value) is not int or not low <= value <= high:
+                value = nx.wrap_int(int(scalar_value(value, ts, name)), width)
+            return np.bool_(value) if width == 1 else dtype(value)
         return convert
-    if ir_type in nx.EMULATED_FLOATS:
-        return lambda value: nx.encode_float(np.float64(value), ir_type)[()]
 
     def convert_float(value):
-        if not isinstance(value, (int, float, np.number, bool)):
-            raise TypeError(f"argument '{name}' must be a number ({ir_type}), got {type(value).__name__}")
+        if type(value) is not float or not -3.0e38 < value < 3.0e38:
+            value = scalar_value(value, ts, name)
         return dtype(value)
     return convert_float
+
+
+def _signature_types(compiled_kernel, params) -> list:
+    """The launch ABI's type string of each parameter where the kernel's signature gives one that
+    matches the IR type (u64 for an i64 parameter), else None."""
+    metadata = getattr(compiled_kernel, "metadata", None) or {}
+    try:
+        types = list(runtime_signature(metadata).values())
+    except (AttributeError, TypeError):
+        return [None] * len(params)
+    if len(types) != len(params):
+        return [None] * len(params)
+    out = []
+    for (_, kind, _), ts in zip(params, types):
+        same = isinstance(ts, str) and not ts.startswith("*") and (
+            ts == kind or _TYPE_STRING_OF_IR.get(kind) == ts or ts[0] == "u" and "i" + ts[1:] == kind)
+        out.append(ts if same else None)
+    return out
+
+
+def _read_only_store(exc: ValueError, mem: Memory):
+    """The InterpreterError for a store through read-only memory, naming the argument and the line, when
+    `exc` is NumPy refusing such a store; else None. The memory helpers' frames hold `mem`, `site` and
+    `slot` of the access."""
+    if "read-only" not in str(exc):
+        return None
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        if local.get("mem") is mem and isinstance(local.get("slot"), int) and isinstance(local.get("site"), int):
+            if local["slot"] > 0:
+                found = (local["site"], local["slot"])
+        tb = tb.tb_next
+    if found is None:
+        names = [mem.names[i] for i, b in enumerate(mem.buffers) if b.size and not b.flags.writeable]
+        return InterpreterError(f"store through read-only memory (argument {' or '.join(map(repr, names))})",
+                                kernel=mem.kernel)
+    site, slot = found
+    return mem.error(site, f"store to argument '{mem.names[slot]}', whose memory is read-only (a NumPy array "
+                           "that is not writeable, a read-only memory map or an immutable buffer); loads "
+                           "from it are fine")
 
 
 def _ignore_float_errors():
@@ -154,8 +271,9 @@ class InterpreterLauncher(Launcher):
         self.params = namespace["PARAMS"]
         budget = int(metadata.get("max_batch_elements", DEFAULT_MAX_BATCH_ELEMENTS))
         self.batch = max(1, budget // max(1, int(namespace["LARGEST_TENSOR"])))
-        self.converters = [None if kind == "pointer" else _scalar_converter(pname, kind, dtype)
-                           for pname, kind, dtype in self.params]
+        self.converters = [None if kind == "pointer" else _scalar_converter(pname, kind, dtype, ts)
+                           for (pname, kind, dtype), ts in zip(self.params, _signature_types(compiled_kernel,
+                                                                                            self.params))]
         # Per parameter: (name, scalar converter or None for a pointer, pointee dtype of a pointer).
         self.plan = tuple((pname, convert, np.dtype(dtype) if kind == "pointer" else None)
                           for (pname, kind, dtype), convert in zip(self.params, self.converters))
@@ -164,8 +282,7 @@ class InterpreterLauncher(Launcher):
     def __call__(self, grid, args, stream=None):
         # CompiledKernel.run fires the plugin launch hooks; here only the grid is normalised.
         if type(grid) is not tuple or len(grid) != 3:
-            from tilejit.backends import normalize_grid
-            grid = normalize_grid(grid)
+            grid = normalize_grid(grid, self.name)
         if 0 in grid:
             return None
         return self.launch(grid, args, stream)
@@ -198,7 +315,10 @@ class InterpreterLauncher(Launcher):
                 mem.add_scalar(pname)
                 values.append(_INT64(slot_base(0)))
             else:
-                prepared = prepare_pointer(arg, pname)
+                try:
+                    prepared = prepare_pointer(arg, pname)
+                except (ArgumentTypeError, ArgumentValueError) as exc:
+                    raise type(exc)(f"kernel '{self.name}': {exc}") from None
                 values.append(_INT64(mem.add(pname, prepared.buffer, prepared.start)))
                 if prepared.writeback is not None:
                     writebacks = (writebacks or []) + [prepared.writeback]
@@ -227,7 +347,12 @@ class InterpreterLauncher(Launcher):
             raise
         except RecursionError:
             raise
-        except (ArithmeticError, ValueError, IndexError, TypeError, MemoryError) as exc:
+        except ValueError as exc:
+            error = _read_only_store(exc, mem)
+            if error is None:
+                raise InterpreterError(f"the interpreter failed: ValueError: {exc}", kernel=self.name) from exc
+            raise error from None
+        except (ArithmeticError, IndexError, TypeError, MemoryError) as exc:
             tb = sys.exc_info()[2]
             raise InterpreterError(f"the interpreter failed: {type(exc).__name__}: {exc}",
                                    kernel=self.name) from exc.with_traceback(tb)

@@ -520,6 +520,8 @@ def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, ra
     shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [np.shape(value)], dtype,
                                         rank, sem)
     view = mem.view(slot, dtype)
+    if not view.flags.writeable:  # as a store would: `ufunc.at` writes read-only arrays (NumPy 2.x)
+        raise ValueError("assignment destination is read-only")
     vals = np.broadcast_to(np.asarray(value, dtype), shape).reshape(-1)[lanes]
     emulated = fmt in numerics.EMULATED_FLOATS
     if not need_old and kind in _UFUNC_AT and not emulated:

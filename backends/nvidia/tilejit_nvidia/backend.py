@@ -48,7 +48,7 @@ class CUDABackend(GPUBackend):
         stages["cubin"] = lambda src, md: toolchain.ptx_to_cubin(src, arch)
 
     def make_launcher(self, compiled_kernel):
-        from tilejit.gpu.stages import runtime_signature
+        from tilejit.runtime.launch_abi import runtime_signature
         from .launcher import CudaLauncher
         md = compiled_kernel.metadata
         return CudaLauncher(compiled_kernel.asm["cubin"], md["name"], runtime_signature(md), md["num_warps"],

@@ -16,8 +16,8 @@ import sys
 import threading
 
 from tilejit.backends import Launcher
-from tilejit.backends.base import normalize_grid
 from tilejit.errors import OutOfResources
+from tilejit.runtime.launch_abi import normalize_grid, runtime_parameters as runtime_signature
 
 from .arg_packing import ArgPacker
 from .cuda_calls import CudaCallError, check, cuda_driver
@@ -45,20 +45,6 @@ def stream_handle(stream) -> int:
     except (TypeError, ValueError):
         raise TypeError(f"stream must be an int handle, a torch.cuda.Stream or a CUstream, "
                         f"got {type(stream).__name__}") from None
-
-
-def runtime_signature(signature, constants=None) -> tuple[list[str], list[str] | None]:
-    """(types, names) of the runtime parameters: a list of type strings (names unknown) or a
-    `{name: type}` dict from which constexpr entries (and names listed in `constants`) are dropped."""
-    if isinstance(signature, dict):
-        constant_names = {k for k in (constants or {}) if isinstance(k, str)}
-        kept = [(name, ty) for name, ty in signature.items() if ty != "constexpr" and name not in constant_names]
-        return [ty for _, ty in kept], [name for name, _ in kept]
-    types = list(signature)
-    if "constexpr" in types:
-        raise ValueError("a launcher signature lists runtime parameters only; remove the constexpr entries "
-                         "(or pass the {name: type} dict, from which they are dropped)")
-    return types, None
 
 
 class _ThreadState:
@@ -134,15 +120,17 @@ class CudaLauncher(Launcher):
 
     # ---- the hot path ---------------------------------------------------------------------------
     def launch(self, grid, args, stream=None):
+        # The JIT hands over grids it has checked (three ints in range); anything else is checked here.
         if type(grid) is not tuple or len(grid) != 3:
-            grid = normalize_grid(grid)
+            grid = normalize_grid(grid, self.name)
         gx, gy, gz = grid
         if type(gx) is not int or type(gy) is not int or type(gz) is not int:
-            gx, gy, gz = normalize_grid(grid)
+            gx, gy, gz = normalize_grid(grid, self.name)
         if gx <= 0 or gy <= 0 or gz <= 0:
             if gx < 0 or gy < 0 or gz < 0:
-                raise ValueError(f"kernel '{self.name}': grid dimensions must not be negative, got {tuple(grid)}")
+                normalize_grid(grid, self.name)  # raises, naming the kernel
             return None  # an empty grid launches nothing
+        # Dimensions beyond CUDA's limits (y, z > 65535) are refused by cuLaunchKernel: CudaCallError.
         state = getattr(self._local, "state", None) or self._new_thread_state()
         calls = state.torch_calls
         if calls is not None:

@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from tilejit.backends.errors import BackendUnavailableError, OptionsError, TargetError
 from tilejit.backends.gpu_target import GPUTarget
+from tilejit.runtime.launch_abi import normalize_grid  # noqa: F401 (part of the backend API; the ABI owns it)
 
 # Bumped when the backend interface changes incompatibly; a plugin built for another version is
 # reported as broken instead of failing in the middle of a compilation.
@@ -113,20 +114,6 @@ class Launcher(abc.ABC):
         """Run the kernel; `grid` is a 3-tuple of positive ints, `args` the runtime arguments."""
 
 
-def normalize_grid(grid) -> tuple[int, int, int]:
-    """Turn `n`, `(x,)`, `(x, y)` or `(x, y, z)` into a 3-tuple of non-negative ints."""
-    dims = (grid,) if isinstance(grid, int) else tuple(grid)
-    if not 1 <= len(dims) <= 3:
-        raise ValueError(f"a grid has 1 to 3 dimensions, got {len(dims)}: {grid!r}")
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not hasattr(d, "__index__"):
-            raise TypeError(f"grid dimensions must be integers, got {d!r} in {grid!r}")
-        d = int(d.__index__())
-        if d < 0:
-            raise ValueError(f"grid dimensions must not be negative, got {grid!r}")
-        out.append(d)
-    return tuple(out + [1] * (3 - len(out)))
 
 
 class BaseBackend(abc.ABC):

@@ -37,12 +37,22 @@ def current_explicit_target() -> GPUTarget | None:
     return _explicit_target.get()
 
 
+_MEMORY_ATTRIBUTES = ("data_ptr", "__cuda_array_interface__", "__array_interface__", "__dlpack__", "__array__")
+
+
 def _is_tensor_like(arg) -> bool:
-    # Scalars never decide the device; everything that carries memory may.
+    # Scalars never decide the device; everything that carries memory may. `data_ptr` is asked first
+    # and a refusing property counts as present: torch's `__cuda_array_interface__` raises
+    # RuntimeError (not AttributeError, which is all `hasattr` catches) for a tensor requiring grad.
     if arg is None or isinstance(arg, (bool, int, float, complex, str, bytes)):
         return False
-    return any(hasattr(arg, attr) for attr in (
-        "__cuda_array_interface__", "__array_interface__", "__dlpack__", "data_ptr", "__array__"))
+    for attr in _MEMORY_ATTRIBUTES:
+        try:
+            if hasattr(arg, attr):
+                return True
+        except Exception:  # noqa: BLE001 - the attribute exists; it just refused this object
+            return True
+    return False
 
 
 def _describe_arg(index: int, names: Sequence[str] | None) -> str:

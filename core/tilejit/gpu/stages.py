@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..runtime.launch_abi import runtime_signature  # the launch ABI owns the parameter order
 from .llvm import lower_module
 from .ttgir import GPUConfig, make_ttgir
 
@@ -25,12 +26,3 @@ def llir_stage(module, metadata: dict, options, isa) -> str:
     metadata["arg_order"] = list(runtime_signature(metadata))
     return text
 
-
-def runtime_signature(metadata: dict) -> dict:
-    """The launcher's parameters: the kernel's signature without constexprs."""
-    signature = metadata.get("signature") or {}
-    constants = metadata.get("constants") or {}
-    order = metadata.get("arg_order")
-    if order is not None and all(name in signature for name in order):
-        return {name: signature[name] for name in order}
-    return {name: ty for name, ty in signature.items() if ty != "constexpr" and name not in constants}

@@ -7,11 +7,18 @@ Triton's type strings (`*fp32`, `i32`, `fp32`, ...) and into a data address, wit
 
 Every function takes an optional `name` (the kernel's parameter) so that a wrong argument produces a
 `TypeError`/`ValueError` that tells the user which parameter it was.
+
+This module is the one reader of pointers for every backend: `data_ptr()` first (as Triton: it works for
+tensors that require grad, `nn.Parameter` and non-leaf tensors, where torch's
+`__cuda_array_interface__` raises), then `__cuda_array_interface__`, `__array_interface__`, DLPack.
+Attributes are tested in that order everywhere, so a torch tensor never reaches the interfaces.
 """
 from __future__ import annotations
 
 import ctypes
 import sys
+
+from tilejit.errors import ArgumentTypeError, ArgumentValueError
 
 # Element type names (as torch, NumPy, ml_dtypes and DLPack spell them) -> Triton's type strings.
 _ELEMENT_TYPE_BY_NAME = {
@@ -39,7 +46,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
 
 # DLPack device types (dlpack.h `DLDeviceType`) that tilejit distinguishes.
-DLPACK_CPU, DLPACK_CUDA, DLPACK_CUDA_HOST, DLPACK_ROCM = 1, 2, 3, 10
+DLPACK_CPU, DLPACK_CUDA, DLPACK_CUDA_HOST, DLPACK_ROCM, DLPACK_CUDA_MANAGED = 1, 2, 3, 10, 13
 # DLPack type codes (dlpack.h `DLDataTypeCode`).
 _DLPACK_INT, _DLPACK_UINT, _DLPACK_FLOAT, _DLPACK_BFLOAT, _DLPACK_BOOL = 0, 1, 2, 4, 6
 
@@ -136,8 +143,8 @@ _capsule_get_pointer.restype = ctypes.c_void_p
 _capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def _read_dlpack(arg, name: str | None) -> tuple[int, str]:
-    """(data address, element type) of a DLPack producer."""
+def _read_dlpack(arg, name: str | None) -> tuple[int, str, int]:
+    """(data address, element type, DLPack device type) of a DLPack producer."""
     try:
         capsule = arg.__dlpack__()
         address = _capsule_get_pointer(capsule, b"dltensor")
@@ -162,9 +169,10 @@ def _read_dlpack(arg, name: str | None) -> tuple[int, str]:
         raise TypeError(f"{_where(name)}: DLPack element type (code={dtype.code}, bits={bits}) "
                         "is not supported")
     address = (tensor.data or 0) + tensor.byte_offset
+    device_type = int(tensor.device.device_type)
     # The capsule owns the struct we just read: release it only now.
     del capsule, tensor
-    return address, element
+    return address, element, device_type
 
 
 # --- public helpers -----------------------------------------------------------------------------
@@ -214,6 +222,38 @@ def data_ptr_of(arg, name: str | None = None) -> int:
     if hasattr(arg, "__dlpack__"):
         return _read_dlpack(arg, name)[0]
     raise TypeError(f"{_where(name)}: a {type(arg).__name__} has no data pointer; expected a tensor or array")
+
+
+def device_pointer(arg, name: str | None = None, dlpack_devices=(DLPACK_CUDA, DLPACK_CUDA_MANAGED),
+                   device: str = "GPU") -> int:
+    """The device address a GPU launcher passes for a pointer parameter: 0 for None, an int as it is,
+    else the argument's data pointer. A host array is refused, and so is a DLPack producer whose device
+    type is not in `dlpack_devices`. (The launchers' generated code calls `data_ptr()` inline first and
+    comes here for everything else.)"""
+    if arg is None:
+        return 0
+    if isinstance(arg, bool):
+        raise ArgumentTypeError(f"{_where(name)} is a pointer; got a bool")
+    if isinstance(arg, int):
+        return arg
+    data_ptr = getattr(arg, "data_ptr", None)
+    if data_ptr is not None and callable(data_ptr):
+        return int(data_ptr())
+    interface = getattr(arg, "__cuda_array_interface__", None)
+    if isinstance(interface, dict) and "data" in interface:
+        return int(interface["data"][0] or 0)
+    if hasattr(arg, "__array_interface__"):
+        raise ArgumentValueError(f"{_where(name)} is a host array ({type(arg).__name__}), not {device} memory; "
+                                 f"copy it to the {device} first")
+    if hasattr(arg, "__dlpack__"):
+        address, _, device_type = _read_dlpack(arg, name)
+        if device_type not in dlpack_devices:
+            raise ArgumentValueError(f"{_where(name)}: its DLPack device type is {device_type}, not a {device} "
+                                     "device")
+        return address
+    raise ArgumentTypeError(f"{_where(name)} is a pointer; got {type(arg).__name__}, which has no {device} "
+                            "address (pass a tensor, an object with __cuda_array_interface__, __dlpack__ or "
+                            "data_ptr(), an int address or None)")
 
 
 def device_kind_of(arg) -> str:
@@ -287,3 +327,53 @@ def tensor_reader(arg):
         reader = _read_generic
     _reader_by_type[kind] = reader
     return reader
+
+
+# --- annotated scalar parameters ----------------------------------------------------------------
+# A parameter annotated with a scalar type (`n: int`, `eps: float`, `n: tl.int64`, `"i32"`) takes a
+# scalar: Triton's launcher packs it as that type and so rejects a tensor. tilejit keeps the type of the
+# value (the annotation does not change the specialization) but refuses what Triton cannot pass.
+
+def _annotation_name(annotation) -> str | None:
+    if isinstance(annotation, str):
+        text = annotation.strip()
+    elif isinstance(annotation, type):
+        text = annotation.__name__
+    else:
+        is_ptr = getattr(annotation, "is_ptr", None)
+        if callable(is_ptr) and is_ptr():
+            return None
+        text = getattr(annotation, "name", None)
+        if not isinstance(text, str):
+            return None
+    return text.rsplit(".", 1)[-1].lower()
+
+
+def annotation_kind(annotation) -> str | None:
+    """'int' or 'float' for a parameter annotated with a scalar type (`int`, `bool`, `float`,
+    `tl.int32`, `tl.float16`, "i64", "fp32", ...), None for anything else (unannotated, pointers,
+    tensors, constexpr)."""
+    text = _annotation_name(annotation)
+    if text is None or text.startswith("*"):
+        return None
+    if text in ("int", "bool") or text in _TRITON_ELEMENT_TYPES and text[0] in "iu" \
+            or text.startswith(("int", "uint")) and text.lstrip("uint").isdigit():
+        return "int"
+    if text == "float" or text in _TRITON_ELEMENT_TYPES and text[0] in "fb" \
+            or text in _ELEMENT_TYPE_BY_NAME and _ELEMENT_TYPE_BY_NAME[text][0] in "fb":
+        return "float"
+    return None
+
+
+def check_annotated_scalar(value, kind: str, annotation, name: str, kernel: str) -> None:
+    """ArgumentTypeError naming the parameter when `value` cannot be passed for a scalar annotation."""
+    if value is None or type(value).__name__ == "MockArg":
+        return
+    text = annotation if isinstance(annotation, str) else _annotation_name(annotation)
+    if is_tensor_like(value) and not _is_numpy_scalar(value):
+        raise ArgumentTypeError(f"kernel '{kernel}': parameter '{name}' is annotated as a scalar ({text}) but "
+                                f"was given a {type(value).__name__}; pass a Python number (a one-element "
+                                "tensor: `.item()`), or drop the annotation to pass a pointer")
+    if kind == "int" and (isinstance(value, float) or _is_numpy_scalar(value) and value.dtype.kind == "f"):
+        raise ArgumentTypeError(f"kernel '{kernel}': parameter '{name}' is annotated as an integer ({text}) "
+                                f"but was given the float {value!r}")

@@ -19,7 +19,6 @@ import ast
 import hashlib
 import importlib
 import inspect
-import os
 import threading
 import weakref
 
@@ -27,7 +26,9 @@ from tilejit import compiler
 from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
 from tilejit.errors import CompilationError
 from tilejit.runtime import kernel_source
-from tilejit.runtime.args import _read_data_ptr, _read_numpy, dtype_of, int_type_string, is_tensor_like, tensor_reader
+from tilejit.runtime.args import (_read_data_ptr, _read_numpy, annotation_kind, check_annotated_scalar, dtype_of, int_type_string,
+                                  is_tensor_like, tensor_reader)
+from tilejit.runtime.launch_abi import normalize_grid
 from tilejit.config import knobs as _knobs_object
 
 _explicit_target_cache: list = []
@@ -212,21 +213,22 @@ def _arg_key(value, name, specialize, align):
 
 
 def _grid3(grid):
-    """The common grids as a 3-tuple without a call into `normalize_grid`: a tuple of 1 to 3 plain
-    non-negative ints. None for anything else (which `normalize_grid` checks and reports)."""
+    """The common grids as a 3-tuple without a call into `normalize_grid`: a tuple of 1 to 3 plain ints
+    in [0, 2**31 - 1]. None for anything else (which `normalize_grid` checks and reports)."""
     if type(grid) is tuple:
         n = len(grid)
         if n == 1:
             x = grid[0]
-            if type(x) is int and x >= 0:
+            if type(x) is int and 0 <= x <= 0x7FFFFFFF:
                 return (x, 1, 1)
         elif n == 3:
             x, y, z = grid
-            if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
+            if type(x) is int and type(y) is int and type(z) is int and 0 <= x <= 0x7FFFFFFF \
+                    and 0 <= y <= 0x7FFFFFFF and 0 <= z <= 0x7FFFFFFF:
                 return grid
         elif n == 2:
             x, y = grid
-            if type(x) is int and type(y) is int and x >= 0 and y >= 0:
+            if type(x) is int and type(y) is int and 0 <= x <= 0x7FFFFFFF and 0 <= y <= 0x7FFFFFFF:
                 return (x, y, 1)
     return None
 
@@ -403,6 +405,10 @@ class JITFunction(KernelInterface):
         self.params = [KernelParam(p, i, i in no_spec, i in no_align or i in no_spec)
                        for i, p in enumerate(signature.parameters.values())]
         self.constexpr_indices = tuple(p.num for p in self.params if p.is_constexpr)
+        # (index, kind, annotation) of the runtime parameters annotated as scalars (`n: int`): checked
+        # when a launch key is first seen (a tensor has another key than a number).
+        self._annotated_scalars = tuple((p.num, kind, p.annotation) for p in self.params if not p.is_constexpr
+                                        for kind in [annotation_kind(p.annotation)] if kind is not None)
         self._specializer = _make_specializer(self.__name__, self.params)
         self._launch_binder = _make_specializer(self.__name__, self.params, launch_key=True)
         self.cache: dict = {}  # target -> {(key, options, target) -> (CompiledKernel, runtime picker)}
@@ -668,7 +674,7 @@ class JITFunction(KernelInterface):
             grid = grid(meta)
         grid3 = _grid3(grid)
         if grid3 is None:
-            grid3 = compiler.normalize_grid(grid, self.__name__)
+            grid3 = normalize_grid(grid, self.__name__)
         runtime_args = bound if picker is None else picker(bound)
         launcher = kernel._launcher
         # `CompiledKernel.run` without its frame when no launch hook is set (the condition it tests).
@@ -685,6 +691,8 @@ class JITFunction(KernelInterface):
         scope), and remember the entry for the launch path."""
         bound, _, spec_key = self._bind(args, kwargs)
         self._check_constexpr_values(bound)
+        for index, kind, annotation in self._annotated_scalars:
+            check_annotated_scalar(bound[index], kind, annotation, self.arg_names[index], self.__name__)
         target = self._target_for(bound, explicit_target)
         entry = self._compile(bound, spec_key, options, target, (spec_key, options_key, target))
         self._launch_cache[launch_key] = entry

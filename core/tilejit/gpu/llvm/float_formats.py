@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import llvmlite.ir as llir
-import numpy as np
 
 from ... import ir
 from ...errors import CompilationError
+from ...runtime.launch_abi import bf16_bits
 from ..isa import F32, call_intrinsic
 
 I32 = llir.IntType(32)
@@ -132,17 +132,6 @@ def encode_from_f32(b: llir.IRBuilder, v, name: str, rounding: str = "rtne"):
 
 
 # ------------------------------------------------------------------------ compile-time constants
-def _f64_to_f32_bits_round_to_odd(value: float) -> int:
-    """float64 -> float32 bits, rounded to odd: a later round-to-nearest to a narrower format is then
-    the correctly rounded result of the float64 (no double rounding)."""
-    with np.errstate(over="ignore"):
-        y = np.float32(value)
-    bits = int(np.array(y).view(np.uint32))
-    if math.isfinite(value) and float(y) != value and bits & 1 == 0:
-        bits += -1 if abs(float(y)) > abs(value) else 1
-    return bits
-
-
 def _fp8_positive_values(name: str):
     """(code, value) of every positive finite code of an fp8 format, ascending."""
     ebits, mbits, bias = _fp8_params(name)
@@ -155,16 +144,14 @@ def _fp8_positive_values(name: str):
 
 
 def constant_bits(value, name: str) -> int:
-    """The storage bits of Python number `value` in format `name` (bf16 or fp8), rounded to nearest
-    even from the exact value, the way the interpreter encodes a constant. The lowering must emit
+    """The storage bits of Python number `value` in format `name` (bf16 or fp8). bf16: the launch ABI's
+    `bf16_bits` (float32 first, then bfloat16, both to nearest even, as torch and Triton), so a
+    constant equals the same value passed as an argument; fp8: to nearest even from the exact value. The lowering must emit
     these bits: an integer constant of the storage width would be read as the code, not the number
     (`tl.full([4], 1, tl.bfloat16)` was the code 0x0001, a denormal, instead of 0x3F80)."""
     value = float(value)
     if name == "bf16":
-        bits = _f64_to_f32_bits_round_to_odd(value)
-        if math.isnan(value):
-            return ((bits >> 16) | 0x40) & 0xFFFF
-        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+        return bf16_bits(value)  # the launch ABI's rounding: a bf16 constant equals a bf16 argument
     if not is_fp8(name):
         raise CompilationError(f"no storage encoding for float format {name}")
     if math.isnan(value):
