@@ -259,18 +259,20 @@ def _tf32_operand(rng, shape):
     return x
 
 
-def _needs_tf32_lowering(device):
+def _needs_tf32_lowering(device, request):
+    """The CUDA lowering does not honour inputPrecision yet (fp32 FMAs for every fp32 dot): expected to
+    fail there until it does; the test still runs, so an XPASS shows when it is done."""
     if device.is_gpu:
         if device.name == "hip":
             pytest.skip("tf32 is NVIDIA's (and CDNA3's): the AMD backend's precisions are not set yet")
-        pytest.xfail("the CUDA lowering does not honour inputPrecision yet (fp32 FMAs for every fp32 dot)")
+        request.node.add_marker(pytest.mark.xfail(reason="CUDA lowering of inputPrecision pending", strict=False))
 
 
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3", "bf16x3", "bf16x6", "ieee"])
-def test_fp32_dot_input_rounding_matches_tensor_cores(device, precision):
+def test_fp32_dot_input_rounding_matches_tensor_cores(device, precision, request):
     """With B the identity every output is one product, so the result is the A the hardware read."""
     if precision != "ieee":
-        _needs_tf32_lowering(device)
+        _needs_tf32_lowering(device, request)
     rng = np.random.default_rng(3)
     a = _tf32_operand(rng, (16, 16))
     out = device.zeros((16, 16), np.float32)
@@ -319,9 +321,9 @@ def _default_precision_dot_kernel(a_ptr, b_ptr, out_ptr, ALLOW_TF32: tl.constexp
 
 
 @pytest.mark.parametrize("allow_tf32", ["default", "true", "false"])
-def test_fp32_dot_default_is_tf32_unless_disallowed(device, allow_tf32):
+def test_fp32_dot_default_is_tf32_unless_disallowed(device, allow_tf32, request):
     if allow_tf32 != "false":
-        _needs_tf32_lowering(device)
+        _needs_tf32_lowering(device, request)
     a = _tf32_operand(np.random.default_rng(4), (16, 16))
     out = device.zeros((16, 16), np.float32)
     _default_precision_dot_kernel[(1,)](device.tensor(a), device.tensor(np.eye(16, dtype=np.float32)), out,
