@@ -102,15 +102,16 @@ def _inside_bytes_object(address: int, nbytes: int) -> bool:
 
 
 def _storage_writable(storage) -> bool:
-    if storage.resizable():
-        return True
     entry = _verdict_by_storage.get(id(storage))
     if entry is not None and entry[0]() is storage:
         return entry[1]
-    address, nbytes = storage.data_ptr(), storage.nbytes()
-    writable = not nbytes or not (
-        _inside_bytes_object(address, nbytes)
-        or any(start < address + nbytes and address < end for start, end in _read_only_ranges()))
+    if storage.resizable():
+        writable = True
+    else:
+        address, nbytes = storage.data_ptr(), storage.nbytes()
+        writable = not nbytes or not (
+            _inside_bytes_object(address, nbytes)
+            or any(start < address + nbytes and address < end for start, end in _read_only_ranges()))
     if len(_verdict_by_storage) > 256:
         _verdict_by_storage.clear()
     _verdict_by_storage[id(storage)] = (weakref.ref(storage), writable)
@@ -120,10 +121,10 @@ def _storage_writable(storage) -> bool:
 def _torch_argument(t, name: str) -> _Argument:
     writeback = None
     device = t.device.type
-    if device == "meta":
-        raise ArgumentValueError(f"argument '{name}' is a meta tensor: it has no data for a kernel to run on "
-                                 "(meta tensors can be used to compile: `kernel.warmup(...)`)")
     if device != "cpu":
+        if device == "meta":
+            raise ArgumentValueError(f"argument '{name}' is a meta tensor: it has no data for a kernel to run "
+                                     "on (meta tensors can be used to compile: `kernel.warmup(...)`)")
         host = t.detach().cpu()
         original = t.detach()  # a tensor that requires grad takes the copy back like any other
 
@@ -131,7 +132,11 @@ def _torch_argument(t, name: str) -> _Argument:
             original.copy_(host.to(original.device))
         t = host
     address = t.data_ptr()
-    low, nbytes = _array_extent(address, t.shape, [s * t.element_size() for s in t.stride()], t.element_size())
+    size = t.element_size()
+    if t.is_contiguous():
+        low, nbytes = address, t.numel() * size
+    else:
+        low, nbytes = _array_extent(address, t.shape, [s * size for s in t.stride()], size)
     writable = writeback is not None or _storage_writable(t.untyped_storage())
     return _Argument(_raw_bytes(low, nbytes, writable), address - low, keep=t, writeback=writeback)
 
