@@ -79,6 +79,22 @@ def never_released_kernel(Lock, Out):
     tl.store(Out + pid, pid + 1)
 
 
+@tilejit.jit(noinline=True)
+def _acquire(lock):
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+
+
+@tilejit.jit
+def callee_lock_kernel(Total, Lock, Before):
+    # The wait is inside a called function: the whole call chain yields to the other programs.
+    pid = tl.program_id(0)
+    _acquire(Lock)
+    tl.store(Before + pid, tl.load(Total))
+    tl.store(Total, tl.load(Total) + pid + 1)
+    tl.atomic_xchg(Lock, 0)
+
+
 @tilejit.jit
 def plain_kernel(X, Out):
     pid = tl.program_id(0)
@@ -126,6 +142,14 @@ def turnstile_body():
     assert log.tolist() == list(range(p - 1, -1, -1)) and turn[0] == p
 
 
+def callee_lock_body():
+    p = 12
+    total, lock, before = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(p, np.int32)
+    callee_lock_kernel[(p,)](total, lock, before)
+    assert total[0] == p * (p + 1) // 2 and lock[0] == 0
+    assert "yield from" in _source(callee_lock_kernel)
+
+
 def deadlock_body():
     lock, out = np.zeros(1, np.int32), np.zeros(3, np.int32)
     try:
@@ -139,7 +163,7 @@ def deadlock_body():
         raise AssertionError("a lock that is never released must be reported")
 
 
-BODIES = ["layer_norm_lock_body", "split_k_body", "turnstile_body", "deadlock_body"]
+BODIES = ["layer_norm_lock_body", "split_k_body", "turnstile_body", "callee_lock_body", "deadlock_body"]
 
 
 def run_bodies():
@@ -199,3 +223,27 @@ def test_loops_that_do_not_wait_for_other_programs_stay_vectorised():
     scan_until_zero_kernel[(4,)](x, out, counter)
     assert (out // 100).tolist() == [2, 2, 2, 4] and sorted((out % 100).tolist()) == [0, 1, 2, 3]
     assert "scheduler.run_programs" not in _source(scan_until_zero_kernel)
+
+
+@tilejit.jit(noinline=True)
+def _halve(x):
+    return x // 2
+
+
+@tilejit.jit
+def loop_calling_pure_function_kernel(X, Out):
+    # A loop that calls a function reading no memory does not wait for anyone.
+    pid = tl.program_id(0)
+    v = tl.load(X + pid)
+    steps = 0
+    while v > 1:
+        v = _halve(v)
+        steps += 1
+    tl.store(Out + pid, steps)
+
+
+def test_loop_calling_a_function_that_reads_no_memory_stays_vectorised():
+    x, out = np.array([1, 2, 8, 100], np.int32), np.zeros(4, np.int32)
+    loop_calling_pure_function_kernel[(4,)](x, out)
+    assert out.tolist() == [0, 1, 3, 6]
+    assert "scheduler.run_programs" not in _source(loop_calling_pure_function_kernel)

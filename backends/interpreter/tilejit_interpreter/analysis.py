@@ -221,20 +221,42 @@ def written_slots(func: ir.Operation, analysis: Analysis):
 # programs that wait for each other
 
 # Ops whose results come from memory that other programs may change while a loop spins on them.
-_ATOMIC_OPS = {"tt.atomic_rmw", "tt.atomic_cas", "tt.call"}
+_ATOMIC_OPS = {"tt.atomic_rmw", "tt.atomic_cas"}
 _LOAD_OPS = {"tt.load", "tt.descriptor_load"}
 
 
-def waiting_loops(func: ir.Operation, analysis: Analysis) -> list:
+def _callee(op: ir.Operation) -> str:
+    return str(op.attrs.get("callee", "")).lstrip("@")
+
+
+def reading_functions(module: ir.Module) -> Set[str]:
+    """Names of the functions that read memory (a load or an atomic), directly or through a call."""
+    reads = {f.attrs.get("sym_name") for f in module.functions
+             if any(op.name in _ATOMIC_OPS or op.name in _LOAD_OPS for op in f.walk())}
+    calls = {f.attrs.get("sym_name"): {_callee(op) for op in f.walk() if op.name == "tt.call"} for f in module.functions}
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name not in reads and callees & reads:
+                reads.add(name)
+                changed = True
+    return reads
+
+
+def waiting_loops(func: ir.Operation, analysis: Analysis, readers: Optional[Set[str]] = None) -> list:
     """The `scf.while` loops of `func` whose condition depends on memory that another program can
     change while the loop runs: an atomic's result, or a load of an argument the kernel writes (or
-    of one it cannot name), made inside the loop. On a GPU such a loop ends when another program
-    acts (a spin lock, a flag, a counter); run in lockstep with the other programs it never would."""
+    of one it cannot name), made inside the loop (or by a function in `readers` it calls; every
+    call when None). On a GPU such a loop ends when another program acts (a spin lock, a flag, a
+    counter); run in lockstep with the other programs it never would."""
     written = written_slots(func, analysis)
 
     def reads_shared(op: ir.Operation) -> bool:
         if op.name in _ATOMIC_OPS:
             return True
+        if op.name == "tt.call":
+            return readers is None or _callee(op) in readers
         if op.name in _LOAD_OPS:
             slot = analysis.slot(op.operands[0])
             return written is None or slot < 0 or slot in written
@@ -278,10 +300,10 @@ def _condition_depends_on(loop: ir.Operation, is_source) -> bool:
 def suspending_functions(module: ir.Module, analyses: dict) -> Set[str]:
     """Names of the functions that contain a waiting loop or call one that does (transitively):
     their generated programs are generators that yield to the other programs while they wait."""
-    calls = {f.attrs.get("sym_name"): {str(op.attrs.get("callee", "")).lstrip("@") for op in f.walk()
-                                       if op.name == "tt.call"} for f in module.functions}
+    calls = {f.attrs.get("sym_name"): {_callee(op) for op in f.walk() if op.name == "tt.call"} for f in module.functions}
+    readers = reading_functions(module)
     suspending = {f.attrs.get("sym_name") for f in module.functions
-                  if waiting_loops(f, analyses[f.attrs.get("sym_name")])}
+                  if waiting_loops(f, analyses[f.attrs.get("sym_name")], readers)}
     changed = True
     while changed:
         changed = False

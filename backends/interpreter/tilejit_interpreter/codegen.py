@@ -17,8 +17,8 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 
 from . import numerics as nx
-from .analysis import (Analysis, is_pointerish, largest_tensor, suspending_functions, waiting_loops,
-                       written_slots)
+from .analysis import (Analysis, is_pointerish, largest_tensor, reading_functions, suspending_functions,
+                       waiting_loops, written_slots)
 from .codegen_ops import FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, ValueOpsMixin, py_literal
 from .memory import DYNAMIC
 
@@ -146,7 +146,7 @@ class ProgramGenerator(ValueOpsMixin):
         # Slots this function never writes: a load from them may return a view of the argument.
         self.written = written_slots(func, analysis)
         # Loops that wait for other programs: each iteration ends with a `yield` to the scheduler.
-        self.waiting = set(waiting_loops(func, analysis)) if self.cooperative else set()
+        self.waiting = set(waiting_loops(func, analysis, reading_functions(self.module))) if self.cooperative else set()
         self.lines: List[str] = []
         self.indent = 1
         self.act = act
