@@ -145,6 +145,12 @@ class Knobs:
         """TILEJIT_DEBUG: compile kernels with device-side asserts and bounds checks."""
         return _flag("TILEJIT_DEBUG")
 
+    @property
+    def autotune_interpreter(self) -> bool:
+        """TILEJIT_AUTOTUNE_INTERPRETER: time every autotune config on the interpreter too (by default
+        the interpreter takes the first config that compiles)."""
+        return _flag("TILEJIT_AUTOTUNE_INTERPRETER")
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
@@ -156,7 +162,7 @@ class Knobs:
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "always_compile", "dump_dir", "target", "interpret",
-                 "ptxas", "lld", "debug")
+                 "ptxas", "lld", "debug", "autotune_interpreter")
         return {name: getattr(self, name) for name in names}
 
 

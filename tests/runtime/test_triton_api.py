@@ -199,3 +199,14 @@ def test_mxfp_helpers():
     random_scales = MXScaleTensor(size=(4, 4)).random(high=64.0)
     assert int(random_scales.data.max()) <= 127 + 6
     assert fp8e8m0_to_float32(torch.tensor([0], dtype=torch.uint8)).item() == 2.0 ** -127
+
+
+def test_autotune_interpreter_knob_times_every_config(monkeypatch):
+    monkeypatch.setenv("TILEJIT_AUTOTUNE_INTERPRETER", "1")
+    runs = []
+    tuned, launch = _tuned(runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        launch(100)
+    assert tuned.configs_timings is not None and len(tuned.configs_timings) == 4
+    assert runs[0] > 7 and tilejit.knobs.autotune_interpreter  # the timed runs launched it many times
