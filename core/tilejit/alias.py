@@ -32,6 +32,7 @@ MODULE_MAP = {
     "triton.runtime.jit": "tilejit.compat.runtime_jit",
     "triton.runtime.driver": "tilejit.runtime.driver",
     "triton.runtime.errors": "tilejit.errors",
+    "triton.runtime._allocation": "tilejit.runtime.allocation",
     "triton.runtime.autotuner": "tilejit.compat.runtime_autotuner",
     "triton.errors": "tilejit.errors",
     "triton._internal_testing": "tilejit.compat.internal_testing",

@@ -167,6 +167,12 @@ class Knobs:
         raw = _text("TILEJIT_F32_DEFAULT") or _text("TRITON_F32_DEFAULT")
         return raw.lower() if raw else None
 
+    @property
+    def autotune_interpreter(self) -> bool:
+        """TILEJIT_AUTOTUNE_INTERPRETER: time every autotune config on the interpreter too (by default
+        the interpreter takes the first config that compiles)."""
+        return _flag("TILEJIT_AUTOTUNE_INTERPRETER")
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
@@ -179,7 +185,7 @@ class Knobs:
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "cache_strict", "always_compile", "dump_dir", "target",
-                 "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default")
+                 "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default", "autotune_interpreter")
         return {name: getattr(self, name) for name in names}
 
 

@@ -173,3 +173,40 @@ def test_autotune_fails_when_no_config_compiles():
 
     with pytest.warns(RuntimeWarning), pytest.raises(tilejit.CompilationError, match="no BLOCK fits"):
         never[(1,)](np.zeros(4, np.float32))
+
+
+def test_mxfp_helpers():
+    torch = pytest.importorskip("torch")
+    from tilejit.tools.mxfp import MXFP4Tensor, MXScaleTensor, fp8e8m0_to_float32
+
+    x = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, -0.3, float("inf"), -2.9, 0.0])
+    # round to nearest, ties to the even code; saturate beyond 6
+    expected = torch.tensor([0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, -0.5, 6.0, -3.0, 0.0])
+    assert torch.equal(MXFP4Tensor(data=x).to(torch.float32), expected)
+    codes = MXFP4Tensor(size=(3, 5)).random()
+    values = codes.to(torch.float32)
+    assert set(values.abs().unique().tolist()) <= {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0}
+    for dim in (0, 1):
+        packed = codes.to_packed_tensor(dim)
+        assert packed.shape[dim] == (codes.data.shape[dim] + 1) // 2
+        assert torch.equal(codes.unpack_packed_tensor(packed, dim, (3, 5)), codes.data)
+    packed = codes.to_packed_tensor(1)
+    assert int(packed[0, 0]) == int(codes.data[0, 0]) | (int(codes.data[0, 1]) << 4)
+    scales = MXScaleTensor(data=torch.tensor([1.0, 3.0, 0.1, -1.0, float("nan")]))
+    assert scales.data.tolist() == [127, 128, 123, 255, 255]
+    decoded = scales.to(torch.float32)
+    assert decoded[:3].tolist() == [1.0, 2.0, 0.0625] and torch.isnan(decoded[3:]).all()
+    random_scales = MXScaleTensor(size=(4, 4)).random(high=64.0)
+    assert int(random_scales.data.max()) <= 127 + 6
+    assert fp8e8m0_to_float32(torch.tensor([0], dtype=torch.uint8)).item() == 2.0 ** -127
+
+
+def test_autotune_interpreter_knob_times_every_config(monkeypatch):
+    monkeypatch.setenv("TILEJIT_AUTOTUNE_INTERPRETER", "1")
+    runs = []
+    tuned, launch = _tuned(runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        launch(100)
+    assert tuned.configs_timings is not None and len(tuned.configs_timings) == 4
+    assert runs[0] > 7 and tilejit.knobs.autotune_interpreter  # the timed runs launched it many times

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.random import RandomState
@@ -38,6 +40,21 @@ def is_interpreter() -> bool:
     if any(os.environ.get(v, "0") == "1" for v in ("TRITON_INTERPRET", "TILEJIT_INTERPRET")):
         return True
     return _active().is_interpreter
+
+
+def is_compile_warmup() -> bool:
+    """Triton can run a test once only to compile its kernels; tilejit always runs tests for real."""
+    return False
+
+
+def random_int(low, high, *, warmup_value=None, **kwargs):
+    import torch
+    return int(torch.randint(low, high, size=(), **kwargs).item())
+
+
+def random_float(*, warmup_value=0.5, **kwargs):
+    import torch
+    return float(torch.rand((), **kwargs).item())
 
 
 def get_current_target():
@@ -113,6 +130,32 @@ def is_hip_rdna4():
 
 def is_hip_gfx1250():
     return _hip_arch_matches(lambda a: "gfx1250" in a)
+
+
+def is_hip_rdna4m():
+    return _hip_arch_matches(lambda a: "gfx117" in a)
+
+
+def is_hip_cdna3_or_newer():
+    return is_hip_cdna3() or is_hip_cdna4()
+
+
+def is_blackwell_ultra():
+    return False
+
+
+def is_rubin():
+    return False
+
+
+def supports_clc():
+    return False
+
+
+def skip_if_unsupported_cluster_size(num_ctas):
+    import pytest
+    if num_ctas > 1:
+        pytest.skip("tilejit launches one CTA per program (num_ctas > 1 is not supported)")
 
 
 def is_hip_cdna():
@@ -217,6 +260,27 @@ def default_alloc_fn(size: int, align: int, _):
 
 def unwrap_tensor(t):
     return t.base if isinstance(t, TensorWrapper) else t
+
+
+@dataclass
+class ProcessResult:
+    exc: object
+    driver_stderr_output: str
+
+
+@contextmanager
+def use_process_pool(preload_module):
+    """Triton runs GPU tests in worker processes; tilejit runs them in this process."""
+    yield None
+
+
+def run_in_process(client_fn, args=(), kwargs=None, env=None):
+    """Run `client_fn` here and report its exception the way Triton's worker does."""
+    try:
+        client_fn(*args, **(kwargs or {}))
+    except Exception as exc:  # noqa: BLE001 - the caller inspects it
+        return ProcessResult(exc, "")
+    return ProcessResult(None, "")
 
 
 def _fresh_knobs_impl(skipped_attr=None):

@@ -20,7 +20,6 @@ import hashlib
 import importlib
 import inspect
 import json
-import os
 import time
 import warnings
 
@@ -147,8 +146,9 @@ class Autotuner(KernelInterface):
         while not inspect.isfunction(self.base_fn) and hasattr(self.base_fn, "fn"):
             self.base_fn = self.base_fn.fn
 
-    # Time every config on the interpreter too (else the first config that compiles is used).
-    bench_on_interpreter = os.environ.get("TILEJIT_AUTOTUNE_INTERPRETER", "0").lower() in ("1", "true", "on")
+    # Time every config on the interpreter too (else the first config that compiles is used); the
+    # knob TILEJIT_AUTOTUNE_INTERPRETER=1 does the same for every autotuner.
+    bench_on_interpreter = False
 
     # --- hooks around each timed run -------------------------------------------------------------
 
@@ -313,7 +313,8 @@ class Autotuner(KernelInterface):
             pruned = self.prune_configs(kwargs)
             self.config_errors = []
             start = time.perf_counter()
-            if self.user_do_bench is None and not self.bench_on_interpreter and self._runs_on_interpreter():
+            time_all = self.bench_on_interpreter or bool(getattr(compiler._knobs(), "autotune_interpreter", False))
+            if self.user_do_bench is None and not time_all and self._runs_on_interpreter():
                 config = self._first_valid(args, kwargs, pruned)
                 self.configs_timings = None
             else:
