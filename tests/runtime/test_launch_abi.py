@@ -216,3 +216,5 @@ def test_meta_tensor_is_an_argument_error():
     with pytest.raises(ArgumentValueError, match="kernel '_fill': argument 'p' is a meta tensor"):
         _fill[(1,)](torch.empty(16, device="meta"), BLOCK=16)
     _fill.warmup(torch.empty(16, device="meta"), BLOCK=16, grid=(1,))  # compiling needs no data
+    with pytest.raises(ArgumentValueError, match="meta tensor"):  # and the warmup cached no launch
+        _fill[(1,)](torch.empty(16, device="meta"), BLOCK=16)

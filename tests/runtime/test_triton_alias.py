@@ -10,18 +10,19 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def _env():
+def _env(**extra):
     env = dict(os.environ)
     paths = [os.path.join(ROOT, p) for p in ("core", "backends/interpreter", "backends/nvidia", "backends/amd")]
     env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
     for knob in ("TILEJIT_TARGET", "TILEJIT_INTERPRET", "TRITON_INTERPRET"):
         env.pop(knob, None)
+    env.update(extra)
     return env
 
 
-def run_python(code: str, *args, timeout=300):
+def run_python(code: str, *args, timeout=300, **env):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
-                          env=_env(), timeout=timeout)
+                          env=_env(**env), timeout=timeout)
 
 
 SUBMODULES = [
@@ -64,7 +65,7 @@ def test_alias_resolves_every_submodule_libraries_import():
         else:
             raise AssertionError("expected ModuleNotFoundError")
         print("ok")
-    """)
+    """, TRITON_INTERPRET="1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 
@@ -96,7 +97,7 @@ def test_internal_testing_helpers():
         assert t.dtype is tl.uint16 and (to_numpy(t) == x).all()
         assert "bfloat16" in dtypes_with_bfloat16 and "int8" in int_dtypes and "float64" in float_dtypes
         print("ok")
-    """)
+    """, TRITON_INTERPRET="1")
     assert result.returncode == 0, result.stderr
 
 

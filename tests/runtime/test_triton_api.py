@@ -81,7 +81,8 @@ def test_reinterpret_as_fp8_and_unsigned(kind):
         tilejit.reinterpret(3, tl.uint8)
 
 
-def test_driver_active_on_the_interpreter():
+def test_driver_active_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TILEJIT_INTERPRET", "1")  # the interpreter, also on a machine with a GPU
     driver.reset_active()
     active = driver.active
     assert active.get_current_target().backend == "interpreter"

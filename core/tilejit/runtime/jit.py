@@ -24,7 +24,7 @@ import weakref
 
 from tilejit import compiler
 from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
-from tilejit.errors import CompilationError
+from tilejit.errors import ArgumentValueError, CompilationError
 from tilejit.runtime import kernel_source
 from tilejit.runtime.args import (_read_data_ptr, _read_numpy, annotation_kind, check_annotated_scalar, dtype_of, int_type_string,
                                   is_tensor_like, tensor_reader)
@@ -210,6 +210,11 @@ def _arg_key(value, name, specialize, align):
         _LaunchTypes.tensor = kind
     type_string, address = reader(value, name)
     return (type_string, align and address % _DIVISIBILITY == 0, getattr(value, "device", None))
+
+
+def _is_meta_tensor(value) -> bool:
+    device = getattr(value, "device", None)
+    return getattr(device, "type", None) == "meta"
 
 
 def _grid3(grid):
@@ -663,7 +668,7 @@ class JITFunction(KernelInterface):
             self._check_constexpr_values(bound)
             raise TypeError(f"kernel '{self.__name__}': constexpr arguments must be hashable: {exc}") from None
         if entry is None:
-            entry = self._miss(args, kwargs, options, options_key, explicit_target, launch_key)
+            entry = self._miss(args, kwargs, options, options_key, explicit_target, launch_key, warmup)
         kernel, picker = entry
         if warmup:
             return kernel
@@ -685,17 +690,27 @@ class JITFunction(KernelInterface):
             kernel.run(grid3, runtime_args, stream)
         return kernel
 
-    def _miss(self, args, kwargs, options, options_key, explicit_target, launch_key):
+    def _miss(self, args, kwargs, options, options_key, explicit_target, launch_key, warmup=False):
         """First launch with this launch key: compute the full specialization key, choose the target,
         compile (or find the specialization compiled for an equal key under another launch key or
-        scope), and remember the entry for the launch path."""
+        scope), and remember the entry for the launch path.
+
+        A meta tensor has no memory: it may be compiled for, never launched with. Such an entry is not
+        remembered, so every launch with one comes here and is refused before a launcher can pass its
+        null address to a device."""
         bound, _, spec_key = self._bind(args, kwargs)
         self._check_constexpr_values(bound)
         for index, kind, annotation in self._annotated_scalars:
             check_annotated_scalar(bound[index], kind, annotation, self.arg_names[index], self.__name__)
         target = self._target_for(bound, explicit_target)
         entry = self._compile(bound, spec_key, options, target, (spec_key, options_key, target))
-        self._launch_cache[launch_key] = entry
+        meta = [name for name, value in zip(self.arg_names, bound) if _is_meta_tensor(value)]
+        if not meta:
+            self._launch_cache[launch_key] = entry
+        elif not warmup:
+            raise ArgumentValueError(
+                f"kernel '{self.__name__}': argument '{meta[0]}' is a meta tensor: it has no data for a "
+                "kernel to run on (meta tensors can be used to compile: `kernel.warmup(...)`)")
         return entry
 
     def _compile(self, bound, spec_key, options, target, key):
