@@ -10,9 +10,8 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import fakes
+import pytest
 from tilejit import compiler
 from tilejit.runtime import cache
 from tilejit.runtime.cache import FileCacheManager

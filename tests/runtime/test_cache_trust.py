@@ -8,9 +8,8 @@ import os
 import stat
 import warnings
 
-import pytest
-
 import fakes
+import pytest
 from tilejit import compiler
 from tilejit.cli import main
 from tilejit.runtime import cache, cache_trust

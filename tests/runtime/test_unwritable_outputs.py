@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 import tilejit
 import tilejit.language as tl
 from tilejit import compiler, config

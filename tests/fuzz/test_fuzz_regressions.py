@@ -1,0 +1,47 @@
+"""Mismatch classes the differential fuzzer found, each as a small kernel with Triton's answer.
+
+A class not fixed yet is a strict xfail naming its reason: the test flips to a failure the day the
+fix lands, and then the mark (and the class in known.py) goes. Triton's answers were checked with
+Triton 3.x itself (its CPU interpreter, TRITON_INTERPRET=1) where it supports the types.
+"""
+import numpy as np
+import pytest
+import tilejit
+import tilejit.language as tl
+
+
+@tilejit.jit
+def _cumprod_int8(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    r = tl.cumprod(tl.load(x_ptr + offs), axis=0)
+    tl.store(out_ptr + offs, r)
+
+
+@pytest.mark.xfail(strict=True, reason="tl.cumprod of int8/int16/uint8/uint16 keeps the narrow type and wraps "
+                                       "there; Triton widens to int32/uint32 first, as tl.sum and tl.cumsum do "
+                                       "(fuzzer seed 17)")
+def test_cumprod_of_narrow_integers_widens_to_32_bits():
+    x = np.full(8, 3, dtype=np.int8)
+    out = np.zeros(8, dtype=np.int32)
+    _cumprod_int8[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, 3 ** np.arange(1, 9))  # Triton: 3, 9, 27, 81, 243, 729, ...
+
+
+@tilejit.jit
+def _scan_bf16_type(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs).to(tl.bfloat16)
+    s = tl.cumsum(x, axis=0)
+    p = tl.cumprod(x, axis=0)
+    tl.static_assert(s.dtype == tl.bfloat16, "Triton: cumsum of bf16 is bf16")
+    tl.static_assert(p.dtype == tl.bfloat16, "Triton: cumprod of bf16 is bf16")
+    tl.store(out_ptr + offs, s.to(tl.float32))
+
+
+@pytest.mark.xfail(strict=True, reason="tl.cumsum/tl.cumprod of bf16 return fp32; Triton keeps bf16 "
+                                       "(fuzzer seeds 381, 498, 1028 and others)")
+def test_scans_of_bf16_stay_bf16():
+    x = np.ones(8, dtype=np.float32)
+    out = np.zeros(8, dtype=np.float32)
+    _scan_bf16_type[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, np.arange(1, 9, dtype=np.float32))
