@@ -109,6 +109,23 @@ def test_augmented_assignment_keeps_tensor_semantics(device):
     np.testing.assert_array_equal(device.numpy(out), [-127, 1])
 
 
+@tilejit.jit
+def _declared_constexpr_unpack(out_ptr, shape: tl.constexpr):
+    d0: tl.constexpr
+    d1: tl.constexpr
+    d0, d1 = shape  # declared above: they stay compile-time values (usable as a shape)
+    n = d0  # not declared: a tensor
+    tl.static_assert(n.dtype == tl.int32)
+    x = tl.full((d0, d1), 1.0, dtype=tl.float32)
+    tl.store(out_ptr + tl.arange(0, d0 * d1), tl.reshape(x, (d0 * d1,)) * n)
+
+
+def test_bare_constexpr_annotation_keeps_the_next_assignment_constant(device):
+    out = device.zeros(8, np.float32)
+    _declared_constexpr_unpack[(1,)](out, shape=(2, 4))
+    np.testing.assert_array_equal(device.numpy(out), np.full(8, 2.0, np.float32))
+
+
 # -- `is` / `is not` -----------------------------------------------------------------------------------
 @tilejit.jit
 def _optional_mask(x_ptr, out_ptr, mask_ptr, N: tl.constexpr):

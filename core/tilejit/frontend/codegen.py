@@ -126,6 +126,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         self.builder = ir.Builder()
         self.semantic = Semantic(self.builder, self, ctx.options)
         self.scope: Dict[str, object] = {}
+        self.pending_annotations: Dict[str, object] = {}  # `name: tl.constexpr` declared, not yet assigned
         self.globals = dict(fn.__globals__)
         closure = getattr(fn.fn, "__closure__", None)
         if closure:
