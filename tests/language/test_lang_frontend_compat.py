@@ -270,3 +270,19 @@ def test_error_messages_that_tritons_tests_match(device):
         _mixed_signedness_mod[(1,)](device.zeros(4, np.int32), device.zeros(4, np.uint32))
     with pytest.raises(tilejit.CompilationError, match="Expected dtype"):
         _exp_of_fp16[(1,)](device.zeros(4, np.float16))
+
+
+@tilejit.jit
+def _takes_a_value(value, x_ptr):
+    tl.store(x_ptr, value.to(tl.float32))
+
+
+@pytest.mark.parametrize("value, overflow", [(2**64 - 1, False), (2**64, True), (-2**63, False), (-2**63 - 1, True)])
+def test_integer_argument_beyond_64_bits_is_an_overflow_error(device, value, overflow):
+    x = device.zeros(1, np.float32)
+    if overflow:
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            _takes_a_value[(1,)](value, x)
+    else:
+        _takes_a_value[(1,)](value, x)
+        assert device.numpy(x)[0] == np.float32(value)
