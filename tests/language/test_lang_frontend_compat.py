@@ -7,11 +7,14 @@
   time on constexpr values.
 
 The expected values are Triton's (checked against Triton 3.9's frontend)."""
+import math
+
 import numpy as np
 import pytest
 
 import tilejit
 import tilejit.language as tl
+from tilejit.language.extra import libdevice
 
 
 # -- a Python number assigned to a name is a tensor ----------------------------------------------------
@@ -286,3 +289,33 @@ def test_integer_argument_beyond_64_bits_is_an_overflow_error(device, value, ove
     else:
         _takes_a_value[(1,)](value, x)
         assert device.numpy(x)[0] == np.float32(value)
+
+
+@tilejit.jit
+def _lgamma_fp64(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, libdevice.lgamma(tl.load(x_ptr + offs)))
+
+
+def test_library_constants_stay_exact_in_fp64(device):
+    # tilejit's own @jit library declares its coefficients `: tl.constexpr`: a plain local number is
+    # an fp32 tensor (Triton's rule), which cost lgamma's Lanczos sum a decimal digit in fp64.
+    x = np.array([0.7, 1.5, 3.3, 10.25, 25.5, 40.0, 60.5, 100.0])
+    out = device.zeros(8, np.float64)
+    _lgamma_fp64[(1,)](device.tensor(x), out, N=8)
+    expected = np.array([math.lgamma(v) for v in x])
+    np.testing.assert_allclose(device.numpy(out), expected, rtol=1e-14)
+
+
+@tilejit.jit
+def _join_scalars(x_ptr, y_ptr, z_ptr):
+    z = tl.join(tl.load(x_ptr), tl.load(y_ptr))
+    tl.static_assert(z.shape == [2])  # a shape (tuple) equals a list with the same sizes, as in Triton
+    tl.static_assert(z.shape != [3])
+    tl.store(z_ptr + tl.arange(0, 2), z)
+
+
+def test_shape_compares_equal_to_a_list(device):
+    z = device.zeros(2, np.int32)
+    _join_scalars[(1,)](device.tensor(np.array([42], np.int32)), device.tensor(np.array([100], np.int32)), z)
+    np.testing.assert_array_equal(device.numpy(z), [42, 100])

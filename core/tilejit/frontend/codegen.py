@@ -498,6 +498,9 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                     raise TypeError(f"operator '{type(op).__name__}' is not supported on tensors")
                 value = getattr(self.semantic, _CMP_OPS[type(op)])(a, b)
             else:
+                if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and type(op) in _CMP_OPS:
+                    # As Triton's tl.tuple: a shape compares equal to a list (`z.shape == [2]`).
+                    a, b = tuple(unwrap(v) for v in a), tuple(unwrap(v) for v in b)
                 value = wrap(_PY_CMP[type(op)](a, b))
             result = value if result is None else self.logical(ast.And, result, value)
             left = right
