@@ -7,11 +7,14 @@
   time on constexpr values.
 
 The expected values are Triton's (checked against Triton 3.9's frontend)."""
+import math
+
 import numpy as np
 import pytest
 
 import tilejit
 import tilejit.language as tl
+from tilejit.language.extra import libdevice
 
 
 # -- a Python number assigned to a name is a tensor ----------------------------------------------------
@@ -107,6 +110,23 @@ def test_augmented_assignment_keeps_tensor_semantics(device):
     _augmented_local[(1,)](x, out)
     # x + 1 wraps in int8 (127 -> -128), then int8 + int32 tensor -> int32
     np.testing.assert_array_equal(device.numpy(out), [-127, 1])
+
+
+@tilejit.jit
+def _declared_constexpr_unpack(out_ptr, shape: tl.constexpr):
+    d0: tl.constexpr
+    d1: tl.constexpr
+    d0, d1 = shape  # declared above: they stay compile-time values (usable as a shape)
+    n = d0  # not declared: a tensor
+    tl.static_assert(n.dtype == tl.int32)
+    x = tl.full((d0, d1), 1.0, dtype=tl.float32)
+    tl.store(out_ptr + tl.arange(0, d0 * d1), tl.reshape(x, (d0 * d1,)) * n)
+
+
+def test_bare_constexpr_annotation_keeps_the_next_assignment_constant(device):
+    out = device.zeros(8, np.float32)
+    _declared_constexpr_unpack[(1,)](out, shape=(2, 4))
+    np.testing.assert_array_equal(device.numpy(out), np.full(8, 2.0, np.float32))
 
 
 # -- `is` / `is not` -----------------------------------------------------------------------------------
@@ -253,3 +273,49 @@ def test_error_messages_that_tritons_tests_match(device):
         _mixed_signedness_mod[(1,)](device.zeros(4, np.int32), device.zeros(4, np.uint32))
     with pytest.raises(tilejit.CompilationError, match="Expected dtype"):
         _exp_of_fp16[(1,)](device.zeros(4, np.float16))
+
+
+@tilejit.jit
+def _takes_a_value(value, x_ptr):
+    tl.store(x_ptr, value.to(tl.float32))
+
+
+@pytest.mark.parametrize("value, overflow", [(2**64 - 1, False), (2**64, True), (-2**63, False), (-2**63 - 1, True)])
+def test_integer_argument_beyond_64_bits_is_an_overflow_error(device, value, overflow):
+    x = device.zeros(1, np.float32)
+    if overflow:
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            _takes_a_value[(1,)](value, x)
+    else:
+        _takes_a_value[(1,)](value, x)
+        assert device.numpy(x)[0] == np.float32(value)
+
+
+@tilejit.jit
+def _lgamma_fp64(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, libdevice.lgamma(tl.load(x_ptr + offs)))
+
+
+def test_library_constants_stay_exact_in_fp64(device):
+    # tilejit's own @jit library declares its coefficients `: tl.constexpr`: a plain local number is
+    # an fp32 tensor (Triton's rule), which cost lgamma's Lanczos sum a decimal digit in fp64.
+    x = np.array([0.7, 1.5, 3.3, 10.25, 25.5, 40.0, 60.5, 100.0])
+    out = device.zeros(8, np.float64)
+    _lgamma_fp64[(1,)](device.tensor(x), out, N=8)
+    expected = np.array([math.lgamma(v) for v in x])
+    np.testing.assert_allclose(device.numpy(out), expected, rtol=1e-14)
+
+
+@tilejit.jit
+def _join_scalars(x_ptr, y_ptr, z_ptr):
+    z = tl.join(tl.load(x_ptr), tl.load(y_ptr))
+    tl.static_assert(z.shape == [2])  # a shape (tuple) equals a list with the same sizes, as in Triton
+    tl.static_assert(z.shape != [3])
+    tl.store(z_ptr + tl.arange(0, 2), z)
+
+
+def test_shape_compares_equal_to_a_list(device):
+    z = device.zeros(2, np.int32)
+    _join_scalars[(1,)](device.tensor(np.array([42], np.int32)), device.tensor(np.array([100], np.int32)), z)
+    np.testing.assert_array_equal(device.numpy(z), [42, 100])

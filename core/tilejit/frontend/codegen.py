@@ -126,6 +126,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         self.builder = ir.Builder()
         self.semantic = Semantic(self.builder, self, ctx.options)
         self.scope: Dict[str, object] = {}
+        self.pending_annotations: Dict[str, object] = {}  # `name: tl.constexpr` declared, not yet assigned
         self.globals = dict(fn.__globals__)
         closure = getattr(fn.fn, "__closure__", None)
         if closure:
@@ -497,6 +498,9 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                     raise TypeError(f"operator '{type(op).__name__}' is not supported on tensors")
                 value = getattr(self.semantic, _CMP_OPS[type(op)])(a, b)
             else:
+                if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and type(op) in _CMP_OPS:
+                    # As Triton's tl.tuple: a shape compares equal to a list (`z.shape == [2]`).
+                    a, b = tuple(unwrap(v) for v in a), tuple(unwrap(v) for v in b)
                 value = wrap(_PY_CMP[type(op)](a, b))
             result = value if result is None else self.logical(ast.And, result, value)
             left = right

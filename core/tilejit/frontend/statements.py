@@ -55,8 +55,16 @@ class StatementsMixin:
             return None  # docstrings and bare constants
         self.visit(node.value)
 
-    def assign_target(self, target, value):
+    def assign_target(self, target, value, statement=False):
+        """Bind `target` (a name or a tuple of them) to `value`. `statement`: an assignment statement,
+        whose Python numbers become tensors (see `assigned_value`), except for names declared
+        `name: tl.constexpr` beforehand."""
         if isinstance(target, ast.Name):
+            if statement:
+                if self.pending_annotations.pop(target.id, None) is tl.constexpr:
+                    value = tl.constexpr(unwrap(value)) if not is_tensor(unwrap(value)) else value
+                else:
+                    value = self.assigned_value(value)
             self.scope[target.id] = wrap(value) if not isinstance(value, list) else value
             return
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -67,7 +75,7 @@ class StatementsMixin:
             if len(items) != len(target.elts):
                 raise ValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, items):
-                self.assign_target(t, wrap(v))
+                self.assign_target(t, wrap(v), statement)
             return
         raise NotImplementedError(f"assignment to {type(target).__name__} is not supported (only names and "
                                   "tuples of names)")
@@ -94,30 +102,31 @@ class StatementsMixin:
         return value
 
     def visit_Assign(self, node):
-        value = self.assigned_value(self.visit(node.value))
+        value = self.visit(node.value)
         for target in node.targets:
-            self.assign_target(target, value)
+            self.assign_target(target, value, statement=True)
 
     def visit_AnnAssign(self, node):
+        annotation = unwrap(self.visit(node.annotation))
         if node.value is None:
+            # `d0: tl.constexpr` alone: the next assignment to d0 (`d0, d1 = shape`) keeps a constant.
+            if isinstance(node.target, ast.Name):
+                self.pending_annotations[node.target.id] = annotation
             return None
         value = self.visit(node.value)
-        annotation = unwrap(self.visit(node.annotation))
         if annotation is tl.constexpr:
             if is_tensor(unwrap(value)):
                 raise TypeError(f"'{getattr(node.target, 'id', '?')}' is annotated tl.constexpr but is "
                                 "assigned a runtime tensor")
-            value = tl.constexpr(unwrap(value))
-        else:
-            value = self.assigned_value(value)
-        self.assign_target(node.target, value)
+            self.assign_target(node.target, tl.constexpr(unwrap(value)))
+            return None
+        self.assign_target(node.target, value, statement=True)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise NotImplementedError("augmented assignment is only supported to a plain name")
         current = self.lookup(node.target.id, node)
-        result = self.binary(type(node.op), current, self.visit(node.value))
-        self.scope[node.target.id] = wrap(self.assigned_value(result))
+        self.assign_target(node.target, self.binary(type(node.op), current, self.visit(node.value)), statement=True)
 
     def visit_Return(self, node):
         if self.loop_depth:

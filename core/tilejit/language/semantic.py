@@ -568,7 +568,9 @@ class Semantic(MemorySemanticMixin):
         shape = list(a.type.shape) if a.type.is_block() else []
         if not shape:
             a, b = self.expand_dims(a, 0), self.expand_dims(b, 0)
-        return self.create("tt.join", [a, b], tl.block_type(a.type.scalar, list(a.type.shape) + [2]))
+        joined = self.create("tt.join", [a, b], tl.block_type(a.type.scalar, list(a.type.shape) + [2]))
+        # Two scalars join into shape [2], as in Triton (the IR joins them as [1] tensors).
+        return joined if shape else self.reshape(joined, [2])
 
     def split(self, x):
         x = self.to_tensor(x)

@@ -58,6 +58,11 @@ def _where(name: str | None) -> str:
     return f"argument '{name}'" if name else "argument"
 
 
+class IntegerArgumentOverflow(ValueError, OverflowError):
+    """An integer argument that fits no 64-bit type: an OverflowError as in Triton (its tests expect
+    one), and a ValueError like tilejit's other argument errors."""
+
+
 def int_type_string(value: int, name: str | None = None) -> str:
     """Triton's rule: i32 if it fits in int32, i64 if in int64, u64 above; an error beyond."""
     if INT32_MIN <= value <= INT32_MAX:
@@ -66,7 +71,7 @@ def int_type_string(value: int, name: str | None = None) -> str:
         return "i64"
     if 0 <= value <= UINT64_MAX:
         return "u64"
-    raise ValueError(f"{_where(name)}: integer {value} does not fit in 64 bits")
+    raise IntegerArgumentOverflow(f"{_where(name)}: integer {value} does not fit in 64 bits")
 
 
 def _is_numpy_scalar(arg) -> bool:

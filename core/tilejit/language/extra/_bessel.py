@@ -31,7 +31,7 @@ def _j_series(x, NU: core.constexpr):
 @jit
 def _hankel(x, NU: core.constexpr):
     """(J_NU(x), Y_NU(x)) for large x > 0: sqrt(2/(pi x)) (P cos w -/+ Q sin w), w = x - (NU/2 + 1/4) pi."""
-    mu = 4.0 * NU * NU
+    mu: core.constexpr = 4.0 * NU * NU  # a plain local would be an fp32 tensor (Triton's rule)
     a = core.full(x.shape, 1.0, core.float64)
     p = a
     q = core.full(x.shape, 0.0, core.float64)
@@ -120,7 +120,7 @@ def _i_wide(x, NU: core.constexpr):
     if NU == 1:
         s = s * (0.5 * small_a)
     big_a = core.maximum(a, _I_SERIES_LIMIT)
-    mu = 4.0 * NU * NU
+    mu: core.constexpr = 4.0 * NU * NU  # a plain local would be an fp32 tensor (Triton's rule)
     term = core.full(x.shape, 1.0, core.float64)
     total = term
     for k in core.static_range(1, 16):

@@ -321,7 +321,7 @@ def _erfcx_tail(z):
     """exp(z*z) * erfc(z) for z >= 0: the Chebyshev fit of Numerical Recipes' erfcc (relative error
     below 1.2e-7 everywhere), in which exp(-z*z) cancels."""
     t = 1.0 / (1.0 + 0.5 * z)
-    p = 0.17087277
+    p: core.constexpr = 0.17087277  # constexpr: the coefficient stays exact in fp64
     p = -0.82215223 + t * p
     p = 1.48851587 + t * p
     p = -1.13520398 + t * p
@@ -364,7 +364,7 @@ def erfcx(arg0):
 def _erfinv_guess(y):
     """Winitzki's closed-form approximation of erfinv (relative error ~2e-3)."""
     w = core.log((1.0 - y) * (1.0 + y))
-    c = 4.3307467508569  # 2 / (pi * 0.147)
+    c: core.constexpr = 4.3307467508569  # 2 / (pi * 0.147)
     u = c + 0.5 * w
     return m_copysign(core.sqrt(core.sqrt(u * u - w / 0.147) - u), y)
 
@@ -443,7 +443,7 @@ def normcdfinv(arg0):
 def _lgamma_lanczos(z):
     """log(Gamma(z)) for z >= 0.5: Lanczos' approximation (g = 7, 9 terms; ~1e-15 relative)."""
     z = z - 1.0
-    s = 0.99999999999980993
+    s: core.constexpr = 0.99999999999980993  # constexpr: exact in fp64 (a plain local is an fp32 tensor)
     s += 676.5203681218851 / (z + 1.0)
     s += -1259.1392167224028 / (z + 2.0)
     s += 771.32342877765313 / (z + 3.0)

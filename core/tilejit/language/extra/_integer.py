@@ -22,11 +22,11 @@ def clz(arg0):
         c = (u >> 32) == 0
         n = core.where(c, n + 32, n)
         u = core.where(c, u << 32, u)
-        top = 64
+        top: core.constexpr = 64
     else:
-        top = 32
+        top: core.constexpr = 32
     for shift in core.static_range(5):
-        width = 16 >> shift
+        width: core.constexpr = 16 >> shift
         c = (u >> (top - width)) == 0
         n = core.where(c, n + width, n)
         u = core.where(c, u << width, u)
