@@ -43,6 +43,8 @@ def test_alias_resolves_every_submodule_libraries_import():
         import triton as again
         assert again is triton and triton.__version__ == tilejit.TRITON_API_VERSION == "3.6.0", triton.__version__
         assert tilejit.__version__ != triton.__version__
+        import importlib.metadata
+        assert importlib.metadata.version("triton") == "3.6.0"  # libraries that ask the installed version
         assert triton.jit is tilejit.jit and triton.Config is tilejit.Config and triton.cdiv(7, 2) == 4
         for name in {SUBMODULES!r}:
             importlib.import_module(name)
