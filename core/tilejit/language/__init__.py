@@ -54,7 +54,7 @@ if random is not None:
     __all__.append("random")
 
 # `tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice` (Triton 3.x).
-from . import extra  # noqa: E402
+from . import extra  # noqa: E402,F401
 __all__.append("extra")
 
 
