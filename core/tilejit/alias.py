@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import sys
 import types
 
@@ -59,8 +60,27 @@ class _AliasLoader(importlib.abc.Loader):
         return None
 
 
+class _TritonDistribution(importlib.metadata.Distribution):
+    """What `importlib.metadata.version("triton")` sees under the alias: a "triton" distribution of
+    version TRITON_API_VERSION (libraries that check the installed version that way take the same
+    path as those that read `triton.__version__`)."""
+
+    def read_text(self, filename):
+        if filename in ("METADATA", "PKG-INFO"):
+            return (f"Metadata-Version: 2.1\nName: triton\nVersion: {TRITON_API_VERSION}\n"
+                    "Summary: the Triton API, provided by tilejit (tilejit.alias_triton)\n")
+        return None
+
+    def locate_file(self, path):
+        return None
+
+
 class TritonAliasFinder(importlib.abc.MetaPathFinder):
     """Finds `triton` and `triton.*` as tilejit modules (first on `sys.meta_path`)."""
+
+    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+        if context.name is None or context.name.lower().replace("_", "-") == "triton":
+            yield _TritonDistribution()
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "triton" and not fullname.startswith("triton."):

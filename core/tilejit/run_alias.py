@@ -1,11 +1,29 @@
 """`tilejit run script.py [args]` / `tilejit run -m module [args]`: run a program the way `python`
-would, with `import triton` resolving to tilejit (`tilejit.alias_triton()` is called first)."""
+would, with `import triton` resolving to tilejit (`tilejit.alias_triton()` is called first).
+
+Python processes that the program starts get the alias too: TILEJIT_ALIAS_TRITON=1 and the folder of
+`tilejit/_boot/sitecustomize.py` on PYTHONPATH are set for them (multiprocessing workers, torch's
+compile workers, `subprocess` calls of `python`)."""
 from __future__ import annotations
 
 import os
 import runpy
 import sys
 import traceback
+
+
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
+
+
+def child_environment(env=None) -> dict:
+    """`env` (default: os.environ) with what a child Python needs to start with the alias on."""
+    env = dict(os.environ if env is None else env)
+    env["TILEJIT_ALIAS_TRITON"] = "1"
+    # The child must also find tilejit itself (when it is not installed but on this process's path).
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = [BOOT_DIR, package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    return env
 
 
 def run(script: str | None = None, module: str | None = None, args=()) -> int:
@@ -16,7 +34,8 @@ def run(script: str | None = None, module: str | None = None, args=()) -> int:
     if (script is None) == (module is None):
         raise ValueError("tilejit run: give a script path or -m module")
     alias_triton()
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_argv, saved_path, saved_env = sys.argv[:], sys.path[:], dict(os.environ)
+    os.environ.update(child_environment())
     try:
         if module is not None:
             sys.argv = [module, *args]
@@ -42,6 +61,8 @@ def run(script: str | None = None, module: str | None = None, args=()) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        os.environ.clear()
+        os.environ.update(saved_env)
     return 0
 
 

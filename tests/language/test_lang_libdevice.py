@@ -426,3 +426,20 @@ def test_integer_order_bessel(device):
     j1 = np.array([_jn_reference(1, float(v)) for v in small])
     w01 = j1 * run(device, "y0", "float64", small) - j0 * run(device, "y1", "float64", small)
     np.testing.assert_allclose(w01, 2 / (np.pi * small), rtol=1e-10)
+
+
+@tilejit.jit
+def _launch_info(out_ptr):
+    tl.extra.cuda.gdc_wait()
+    tl.store(out_ptr, tl.extra.cuda.num_warps())
+    tl.store(out_ptr + 1, tl.extra.hip.num_threads())
+    tl.extra.cuda.gdc_launch_dependents()
+
+
+def test_extra_launch_info(device):
+    out = device.zeros(2, "int32")
+    kernel = _launch_info[(1,)](out, num_warps=2)
+    warp_size = kernel.target.warp_size  # 1 on the interpreter, 32 on NVIDIA, 32 or 64 on AMD
+    if not device.is_gpu:
+        assert kernel.target.backend == "interpreter" and warp_size == 1
+    np.testing.assert_array_equal(device.numpy(out), [2, 2 * warp_size])

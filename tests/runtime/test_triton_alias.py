@@ -43,6 +43,8 @@ def test_alias_resolves_every_submodule_libraries_import():
         import triton as again
         assert again is triton and triton.__version__ == tilejit.TRITON_API_VERSION == "3.6.0", triton.__version__
         assert tilejit.__version__ != triton.__version__
+        import importlib.metadata
+        assert importlib.metadata.version("triton") == "3.6.0"  # libraries that ask the installed version
         assert triton.jit is tilejit.jit and triton.Config is tilejit.Config and triton.cdiv(7, 2) == 4
         for name in {SUBMODULES!r}:
             importlib.import_module(name)
@@ -166,3 +168,43 @@ def test_torch_triton_probes_do_not_crash_with_the_alias():
     """, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
+
+
+def test_tilejit_run_gives_the_alias_to_child_processes(tmp_path):
+    script = tmp_path / "spawns.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing, subprocess, sys
+
+        def version(queue):
+            import triton
+            queue.put(triton.__version__)
+
+        if __name__ == "__main__":
+            child = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"],
+                                   capture_output=True, text=True)
+            context = multiprocessing.get_context("spawn")
+            queue = context.Queue()
+            worker = context.Process(target=version, args=(queue,))
+            worker.start()
+            spawned = queue.get(timeout=120)
+            worker.join()
+            print(child.stdout.strip(), spawned)
+    """))
+    result = subprocess.run([sys.executable, "-m", "tilejit", "run", str(script)], capture_output=True, text=True,
+                            env=_env(), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3.6.0 3.6.0"
+
+
+def test_environment_switch_without_tilejit_run():
+    from tilejit.run_alias import child_environment
+
+    env = child_environment(_env())
+    result = subprocess.run([sys.executable, "-c", "import triton, tilejit; print(triton.__version__, triton.jit is tilejit.jit)"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3.6.0 True"
+    env["TILEJIT_ALIAS_TRITON"] = "0"  # the boot folder alone changes nothing
+    result = subprocess.run([sys.executable, "-c", "import tilejit.alias as a, sys; print(a.is_aliased(), 'triton' in sys.modules)"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.stdout.strip() == "False False", result.stderr

@@ -101,8 +101,12 @@ def test_tensor_descriptor_host_object():
     x = np.zeros((64, 32), np.float32)
     desc = TensorDescriptor.from_tensor(x, [16, 16])
     assert desc.shape == [64, 32] and desc.strides == [32, 1] and desc.block_shape == [16, 16] and desc.base is x
-    with pytest.raises(ValueError, match="16 bytes"):
-        TensorDescriptor.from_tensor(x, [16, 2])
+    with pytest.raises(ValueError, match="power of 2"):
+        TensorDescriptor.from_tensor(x, [16, 3])
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        TensorDescriptor(x, [64, 3], [3, 1], [16, 4])
+    with pytest.raises(ValueError, match="round_f32_to_tf32"):
+        TensorDescriptor.from_tensor(x, [16, 16], round_f32_to_tf32=True)
     with pytest.raises(ValueError, match="contiguous"):
         TensorDescriptor(x, [64, 32], [1, 64], [16, 16])
     assert tilejit.tools.tensor_descriptor.TensorDescriptor is TensorDescriptor

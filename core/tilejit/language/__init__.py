@@ -10,7 +10,7 @@ import importlib
 
 from . import core, semantic, target_info
 from .core import (TRITON_MAX_TENSOR_NUMEL, const, constexpr_type, TENSOR_MEMBER_FUNCTIONS, block_type, builtin, constexpr, dtype, is_builtin, pointer_type,
-                   str_to_ty, tensor, tensor_descriptor, tensor_descriptor_type, ty_to_str, void, int1, int8,
+                   tensor, tensor_descriptor, tensor_descriptor_type, ty_to_str, void, int1, int8,
                    int16, int32, int64, uint8, uint16, uint32, uint64, float8e5, float8e5b16, float8e4nv,
                    float8e4b8, float8e4b15, float16, bfloat16, float32, float64, pi32_t,
                    _unwrap_if_constexpr, _constexpr_to_value)
@@ -54,5 +54,21 @@ if random is not None:
     __all__.append("random")
 
 # `tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice` (Triton 3.x).
-from . import extra  # noqa: E402
+from . import extra  # noqa: E402,F401
 __all__.append("extra")
+
+
+def str_to_ty(name, c=None):
+    """Triton 3.x's `tl.str_to_ty(name, c)`: a signature entry as a language type. Besides `core`'s
+    scalar and pointer spellings it takes a (named) tuple of entries and `tensordesc<fp16[64, 64]>`;
+    `c` (Triton's constexpr value for the entry) is accepted and unused."""
+    import builtins
+
+    if isinstance(name, builtins.tuple):
+        return tuple_type([str_to_ty(entry, c) for entry in name], getattr(type(name), "_fields", None))
+    if isinstance(name, str) and name.startswith("tensordesc"):
+        from ..frontend.source import parse_tensordesc
+
+        element, block_shape = parse_tensordesc(name)
+        return tensor_descriptor_type(block_type(element, block_shape))
+    return core.str_to_ty(name)

@@ -188,6 +188,8 @@ class dtype:
     SINT_TYPES = ["int1", "int8", "int16", "int32", "int64"]
     UINT_TYPES = ["uint8", "uint16", "uint32", "uint64"]
     FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]  # Triton 3.x's class lists, read by its tests
+    OTHER_TYPES = ["void"]
 
     class KIND:
         BOOLEAN, INTEGRAL, FLOATING = 0, 1, 2

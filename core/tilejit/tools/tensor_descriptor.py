@@ -20,6 +20,7 @@ class TensorDescriptor:
     strides: List[int]
     block_shape: List[int]
     padding: str = "zero"
+    round_f32_to_tf32: bool = False  # Triton 3.9's TMA rounding option: accepted only as False
 
     # The JIT recognises the type by this flag (no import of this module on the launch path).
     __tilejit_tensor_descriptor__ = True
@@ -48,16 +49,22 @@ class TensorDescriptor:
             if (int(stride) * element_bytes) % 16:
                 raise ValueError(f"TensorDescriptor: strides must be 16-byte aligned, got strides "
                                  f"{list(self.strides)} with {element_bytes}-byte elements")
-        if int(self.block_shape[-1]) * element_bytes < 16:
-            raise ValueError(f"TensorDescriptor: the last block dimension must span at least 16 bytes, got "
-                             f"{self.block_shape[-1]} elements of {element_bytes} bytes")
+        for i, size in enumerate(self.block_shape):  # Triton's host-side rules for the block
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1 or size & (size - 1):
+                raise ValueError(f"TensorDescriptor: block_shape element {i} must be a power of 2, got {size!r}")
+        if any(int(d) <= 0 for d in self.shape):
+            raise ValueError(f"TensorDescriptor: shape must be positive, got {list(self.shape)}")
         if self.padding not in ("zero", "nan"):
             raise ValueError(f"TensorDescriptor: padding must be 'zero' or 'nan', got {self.padding!r}")
+        if self.round_f32_to_tf32:
+            raise ValueError("TensorDescriptor: round_f32_to_tf32=True is not supported by tilejit")
 
     @staticmethod
-    def from_tensor(tensor: Any, block_shape: List[int], padding: str = "zero") -> "TensorDescriptor":
+    def from_tensor(tensor: Any, block_shape: List[int], padding: str = "zero",
+                    round_f32_to_tf32: bool = False) -> "TensorDescriptor":
         """The descriptor of the whole of `tensor` (torch tensor or NumPy array), tiled by `block_shape`."""
-        return TensorDescriptor(tensor, list(tensor.shape), _strides(tensor), list(block_shape), padding)
+        return TensorDescriptor(tensor, list(tensor.shape), _strides(tensor), list(block_shape), padding,
+                                round_f32_to_tf32)
 
 
 def _element_size(tensor) -> int:

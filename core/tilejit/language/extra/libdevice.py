@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from .. import functions as _f
 from . import _common as _c
-from ._bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, jn, y0, y1, yn
-from ._float_math import (acosh, asinh, atanh, cospi, erfc, erfcinv, erfcx, erfinv, exp10, fdim, finitef,
+from ._bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, jn, y0, y1, yn  # noqa: F401  (re-exported)
+from ._float_math import (  # noqa: F401  (re-exported, see __all__)
+                          acosh, asinh, atanh, cospi, erfc, erfcinv, erfcx, erfinv, exp10, fdim, finitef,
                           hypot, ilogb, isfinited, isinf, isnan, ldexp, lgamma, llrint, llround, logb,
                           nearbyint, nextafter, norm3d, norm4d, normcdf, normcdfinv, rcbrt, rcp64h, remainder,
                           rhypot, rint, rnorm3d, rnorm4d, saturatef, scalbn, signbit, sinpi, tgamma)
-from ._integer import brev, byte_perm, clz, ffs, hadd, mul24, mulhi, popc, rhadd, sad
-from ._rounding import (add_rd, add_rn, add_ru, add_rz, div_rd, div_rn, div_ru, div_rz, double2float_rd,
+from ._integer import brev, byte_perm, clz, ffs, hadd, mul24, mulhi, popc, rhadd, sad  # noqa: F401
+from ._rounding import (  # noqa: F401  (re-exported, see __all__)
+                        add_rd, add_rn, add_ru, add_rz, div_rd, div_rn, div_ru, div_rz, double2float_rd,
                         double2float_rn, double2float_ru, double2float_rz, double2hiint, double2int_rd,
                         double2int_rn, double2int_ru, double2int_rz, double2ll_rd, double2ll_rn, double2ll_ru,
                         double2ll_rz, double2loint, double2uint_rd, double2uint_rn, double2uint_ru,
