@@ -188,9 +188,11 @@ def remove_triton_alias():
     _drop_triton_modules()
 
 
-def install_triton_alias(support_dir: str | None = None, lenient: bool = False) -> str:
+def install_triton_alias(support_dir: str | None = None, lenient: bool = False,
+                         triton_internal_testing: bool = False) -> str:
     """Make `import triton` resolve to tilejit for this process. Prefers tilejit's own switch.
-    Returns a line that says how."""
+    With `triton_internal_testing`, `triton._internal_testing` is Triton's own file from
+    `support_dir` even where the alias has one (diagnostic). Returns a line that says how."""
     import tilejit
 
     global _TILEJIT_ROOT
@@ -210,7 +212,7 @@ def install_triton_alias(support_dir: str | None = None, lenient: bool = False) 
                 _lenient_class_attrs(sys.modules[name])
                 _lenient_module(sys.modules[name], name)
             how += " [LENIENT: missing names are placeholders]"
-        if support_dir and _find_spec_safe("triton._internal_testing") is None:
+        if support_dir and (triton_internal_testing or _find_spec_safe("triton._internal_testing") is None):
             # the alias has no _internal_testing: add Triton's helper module under the alias
             sys.meta_path.insert(0, _InternalTestingOnly(support_dir))
             how += " + Triton's _internal_testing.py"

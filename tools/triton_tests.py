@@ -128,19 +128,23 @@ class Side:
     """One implementation under test: tilejit (aliased) or Triton."""
 
     def __init__(self, name: str, python: str, alias: bool, pythonpath: list[str], device: str,
-                 lenient: bool = False):
+                 lenient: bool = False, triton_internal_testing: bool = False):
         self.name, self.python, self.alias, self.device = name, python, alias, device
         self.pythonpath, self.lenient = pythonpath, lenient
+        self.triton_internal_testing = triton_internal_testing
 
     def env(self, support: Path | None) -> dict:
         env = dict(os.environ)
         paths = [str(TOOLS)] + self.pythonpath
         env.pop("TRITON_TESTS_ALIAS", None)
         env.pop("TRITON_TESTS_LENIENT", None)
+        env.pop("TRITON_TESTS_INTERNAL", None)
         if self.alias:
             env["TRITON_TESTS_ALIAS"] = "tilejit"
             if self.lenient:
                 env["TRITON_TESTS_LENIENT"] = "1"
+            if self.triton_internal_testing:
+                env["TRITON_TESTS_INTERNAL"] = "triton"
         if env.get("PYTHONPATH"):
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -365,6 +369,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lenient", action="store_true",
                     help="diagnostic: Triton names tilejit lacks become placeholders that raise when "
                          "used, so files still collect; not for pass counts")
+    ap.add_argument("--triton-internal-testing", action="store_true",
+                    help="diagnostic: Triton's own _internal_testing.py (FOLDER/_support) in place of "
+                         "the alias's; not for pass counts")
     ap.add_argument("--json", type=Path, help="write all results here")
     ap.add_argument("--log", type=Path, help="pytest output of all runs (default: discarded)")
     args = ap.parse_args(argv)
@@ -375,7 +382,8 @@ def main(argv=None) -> int:
         ap.error(f"none of {args.files} under {folder}")
     support = folder / "_support" if (folder / "_support" / "_internal_testing.py").exists() else None
     pythonpath = args.pythonpath.split(os.pathsep) if args.pythonpath else default_pythonpath()
-    tj = Side("tilejit", args.python, True, pythonpath, args.device, lenient=args.lenient)
+    tj = Side("tilejit", args.python, True, pythonpath, args.device, lenient=args.lenient,
+              triton_internal_testing=args.triton_internal_testing)
     ref = Side("reference", args.reference, False, [], args.device) if args.reference else None
     log = open(args.log if args.log else os.devnull, "ab")  # noqa: SIM115 (open for the whole run)
     t0 = time.time()
@@ -434,7 +442,7 @@ def main(argv=None) -> int:
         meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "folder": str(folder), "files": [f.name for f in files], "device": args.device,
                 "sample": args.sample, "seed": args.seed, "select": args.select, "timeout": args.timeout,
-                "lenient": args.lenient,
+                "lenient": args.lenient, "triton_internal_testing": args.triton_internal_testing,
                 "tilejit_python": args.python, "tilejit_pythonpath": pythonpath,
                 "reference_python": args.reference, "reused_reference": str(args.reuse_reference or ""),
                 "collect_errors": collect_errors, "seconds": round(time.time() - t0)}

@@ -13,6 +13,8 @@ conftest or test module. Configuration comes from environment variables set by t
 - TRITON_TESTS_LENIENT: "1" (diagnostic only): a `triton` name or submodule that tilejit lacks becomes
   a placeholder that raises TritonAPIMissing when it is used, so that a test file that imports it
   still collects and each test fails (or passes) on what it actually uses. Never for pass counts.
+- TRITON_TESTS_INTERNAL: "triton" (diagnostic only): use Triton's own `_internal_testing.py` from
+  the support folder even where the alias provides the module.
 - TRITON_TESTS_SUPPORT: a folder holding Triton's own `_internal_testing.py`, used for
   `triton._internal_testing` when the alias does not provide that module.
 
@@ -45,7 +47,8 @@ def _write(record: dict) -> None:
 
 if os.environ.get("TRITON_TESTS_ALIAS") == "tilejit":
     _ALIAS_HOW = install_triton_alias(os.environ.get("TRITON_TESTS_SUPPORT"),
-                                      lenient=os.environ.get("TRITON_TESTS_LENIENT") == "1")
+                                      lenient=os.environ.get("TRITON_TESTS_LENIENT") == "1",
+                                      triton_internal_testing=os.environ.get("TRITON_TESTS_INTERNAL") == "triton")
 else:
     _ALIAS_HOW = "none (real triton)"
 
