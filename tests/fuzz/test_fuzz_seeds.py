@@ -32,7 +32,8 @@ def test_interpreter_matches_the_model(seed):
 
 @pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
 def test_cross_compilation_raises_nothing_but_compilation_errors(target):
-    failures = []
+    _require_toolchain(target)
+    failures, compiled = [], 0
     for seed in CROSS_SEEDS:
         case = generate(seed)
         if case.family.startswith("dot-float8"):
@@ -40,7 +41,20 @@ def test_cross_compilation_raises_nothing_but_compilation_errors(target):
         outcome = cross_compile(case, target)
         if outcome.failed:
             failures.append(f"seed {seed} ({case.family}): {outcome.detail}")
+        compiled += outcome.status == "ok"
     assert failures == []
+    assert compiled >= len(CROSS_SEEDS) // 2  # most kernels reach the binary: the test tests something
+
+
+def _require_toolchain(target):
+    if target.startswith("cuda"):
+        from tilejit_nvidia.toolchain import find_ptxas
+        if find_ptxas() is None:
+            pytest.skip("no ptxas")
+    else:
+        from tilejit_amd.toolchain import find_lld
+        if find_lld() is None:
+            pytest.skip("no ld.lld")
 
 
 def test_generation_is_deterministic():
