@@ -71,6 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", default=",".join(runner.DEFAULT_TARGETS),
                         help='cross-compilation targets, comma-separated ("" for none)')
     parser.add_argument("--family", default=None, help="only this family (elementwise, dot, ...)")
+    parser.add_argument("--exclude", default="", help="skip seeds whose family starts with one of these (comma-separated)")
     parser.add_argument("--gpu", action="store_true", help="also run tilejit's CUDA backend and Triton on a GPU")
     parser.add_argument("--no-triton", action="store_true", help="with --gpu: skip Triton")
     parser.add_argument("--triton-only", action="store_true",
@@ -84,11 +85,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TILEJIT_CACHE_DIR", os.path.join("/tmp", f"tilejit-fuzz-cache-{os.getpid()}"))
     targets = tuple(t for t in args.targets.split(",") if t)
+    excluded = tuple(f for f in args.exclude.split(",") if f)
     counts: collections.Counter = collections.Counter()
     failed_seeds = 0
     start = time.time()
     for seed in parse_seeds(args.seeds):
         case = generate(seed, args.family)
+        if excluded and case.family.startswith(excluded):
+            counts[("(excluded)", case.family.split("-")[0])] += 1
+            continue
         if args.triton_only and os.environ.get("TRITON_INTERPRET") == "1" and "bfloat16" in case.body:
             outcomes = [runner.Outcome(seed, case.family, "triton-cpu", "skipped", "Triton's interpreter: no bf16")]
         elif args.triton_only:

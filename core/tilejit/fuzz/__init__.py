@@ -5,7 +5,7 @@ against the model and cross-compiles it for cuda:90 and hip:gfx942. `bench/fuzz.
 seeds and, on a GPU, compares the CUDA backend and Triton on the same seeds. See docs/fuzzing.md.
 """
 from tilejit.fuzz.case import Arg, Case, compare
-from tilejit.fuzz.generator import FAMILIES, generate
+from tilejit.fuzz.generator import ALL_FAMILIES, FAMILIES, generate
 from tilejit.fuzz.runner import (
            DEFAULT_TARGETS,
            Outcome,
@@ -17,7 +17,7 @@ from tilejit.fuzz.runner import (
 
 __all__ = [
            "DEFAULT_TARGETS",
-           "FAMILIES",
+           "FAMILIES", "ALL_FAMILIES",
            "Arg",
            "Case",
            "Outcome",

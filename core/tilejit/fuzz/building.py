@@ -49,11 +49,15 @@ def store_value(v: Value) -> tuple[str, np.ndarray]:
     return f"{v.name}.to(tl.float32)", v.val.astype(np.float32)
 
 
-def grow(ex: Expressions, rng, steps: int, types) -> Value | None:
-    """`steps` random statements over `types`; the last value made."""
+def grow(ex: Expressions, rng, steps: int, types, mixed_share: float = 0.0) -> Value | None:
+    """`steps` random statements over `types`; the last value made. With `mixed_share`, that share
+    of the statements combine two values of different types (Triton's type promotion)."""
     last = None
     for _ in range(steps * 3):
-        made = ex.step(pick_dtype(rng, types) if rng.random() < 0.3 or last is None else last.dt)
+        if mixed_share and rng.random() < mixed_share:
+            made = ex.mixed()
+        else:
+            made = ex.step(pick_dtype(rng, types) if rng.random() < 0.3 or last is None else last.dt)
         if made is not None:
             last = made
             steps -= 1

@@ -107,6 +107,52 @@ class Expressions:
         op = ops[self.rng.integers(len(ops))]
         return getattr(self, "_" + op)(dt)
 
+    def mixed(self) -> Value | None:
+        """A binary operation between two values of different types: Triton promotes them first."""
+        a = self.pick()
+        others = [v for v in self.pool if v.dt != a.dt]
+        if not others:
+            return None
+        b = self.pick(lambda v: v in others)
+        both_int = a.dt.is_int and b.dt.is_int
+        ops = ["+", "-", "*", "max", "min", "<"] + (["&", "|", "^", "<<", ">>"] if both_int else [])
+        if both_int and a.dt.signed == b.dt.signed:
+            ops += ["//", "%"]  # Triton refuses / // % between signed and unsigned integers
+        op = ops[self.rng.integers(len(ops))]
+        out = S.computation_type(a.dt, b.dt, op in ("//", "%"))
+        if op == "<" and not (a.exact and b.exact):
+            return None
+        x, y = S.cast(a.val, a.dt, out), S.cast(b.val, b.dt, out)
+        if not (_finite_small(x, out) and _finite_small(y, out)):
+            return None
+        if out.kind == "float" and (not np.array_equal(x.astype(np.float64), a.val.astype(np.float64))
+                                    or not np.array_equal(y.astype(np.float64), b.val.astype(np.float64))):
+            ta = a.tol + out.eps * np.abs(x.astype(np.float64))
+            tb = b.tol + out.eps * np.abs(y.astype(np.float64))
+            ea = eb = False
+        else:
+            ta, tb, ea, eb = a.tol, b.tol, a.exact, b.exact
+        ca, cb = Value(a.name, out, x, ta, ea), Value(b.name, out, y, tb, eb)
+        if op == "<":  # a mixed comparison picks between the two promoted values
+            cond = S.binary("<", x, y, out)
+            val = np.where(cond, x, y).astype(out.model)
+            tol = np.where(cond, np.broadcast_to(ta, val.shape), np.broadcast_to(tb, val.shape))
+            return self.emit(f"tl.where({a.name} < {b.name}, {a.name}, {b.name})", out, val, tol, ea and eb)
+        if op in ("//", "%"):
+            divisor = np.where((y == 0) | ((y == out.model(-1)) if out.signed else False), out.model(3), y).astype(out.model)
+            guard = (f"tl.where(({b.name} == 0) | ({b.name} == -1), 3, {b.name})" if b.dt.signed
+                     else f"tl.where({b.name} == 0, 3, {b.name})")
+            return self.emit(f"{a.name} {op} {guard}", out, S.binary(op, x, divisor, out), 0, True)
+        if op in ("<<", ">>"):
+            amount = (y & out.model(out.bits - 1)).astype(out.model)
+            val = S.binary("<<", x, amount, out) if op == "<<" else S.shift_right(x, amount, a.dt, out)
+            return self.emit(f"{a.name} {op} ({b.name} & {out.bits - 1})", out, val, 0, True)
+        if op in ("max", "min"):
+            expr = f"tl.{'maximum' if op == 'max' else 'minimum'}({a.name}, {b.name})"
+        else:
+            expr = f"{a.name} {op} {b.name}"
+        return self._result(expr, out, S.binary(op, x, y, out), op, ca, cb)
+
     def _binary(self, dt: DType, op: str, exact_operands=False) -> Value | None:
         a, b = self.operand(dt, exact_operands), self.operand(dt, exact_operands)
         if a is None or b is None:

@@ -26,11 +26,23 @@ from tilejit.fuzz.expressions import Expressions, Value
 from tilejit.fuzz.families import atomic_case, dot_case, loop_case
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "scan", "loop", "atomic", "dot")
+# Chosen by a stream of their own, so that adding one leaves the kernels of the other seeds unchanged.
+LATER_FAMILIES = (("promotion", 0.12),)
+ALL_FAMILIES = FAMILIES + tuple(name for name, _ in LATER_FAMILIES)
 
 
 def generate(seed: int, family: str | None = None) -> Case:
     rng = np.random.default_rng([seed, 0x7117])
-    family = family or FAMILIES[int(rng.integers(len(FAMILIES)))]
+    if family is None:
+        family = FAMILIES[int(rng.integers(len(FAMILIES)))]
+        draw = np.random.default_rng([seed, 0x9E37]).random()
+        for name, share in LATER_FAMILIES:
+            if draw < share:
+                family = name
+                break
+            draw -= share
+    else:
+        rng.integers(len(FAMILIES))  # the same stream as an unforced seed
     for attempt in range(20):  # a random choice may not fit (e.g. no exact operand): draw again
         case = _FAMILY_BUILDERS[family](rng, seed)
         if case is not None:
@@ -40,12 +52,12 @@ def generate(seed: int, family: str | None = None) -> Case:
 
 
 # ---- families -----------------------------------------------------------------------------------
-def _elementwise(rng, seed) -> Case | None:
+def _elementwise(rng, seed, mixed_share: float = 0.0) -> Case | None:
     block = int(rng.choice([16, 32, 64, 128]))
     n = int(rng.integers(1, 3 * block))
     grid = -(-n // block)
     padded = grid * block
-    types = [pick_dtype(rng) for _ in range(int(rng.integers(1, 4)))]
+    types = [pick_dtype(rng) for _ in range(int(rng.integers(1 if not mixed_share else 2, 4)))]
     lines = ["    pid = tl.program_id(0)", "    offs = pid * BLOCK + tl.arange(0, BLOCK)", "    mask = offs < n"]
     ex = Expressions(rng, lines)
     args = []
@@ -56,7 +68,7 @@ def _elementwise(rng, seed) -> Case | None:
         args.append(Arg(f"in{i}_ptr", "ptr", data.astype(storage(dt))))
         lines.append(f"    v{i} = {load_expr(f'in{i}_ptr', 'offs', 'mask', other, dt)}")
         ex.leaf(f"v{i}", dt, S.to_model(model, dt) if not dt.is_int else model)
-    result = grow(ex, rng, int(rng.integers(1, 9)), types)
+    result = grow(ex, rng, int(rng.integers(1, 9)), types, mixed_share)
     if result is None:
         return None
     stored, expected_vals = store_value(result)
@@ -65,7 +77,12 @@ def _elementwise(rng, seed) -> Case | None:
     expected = expected_vals[:n].astype(out.dtype)
     args += [Arg("out_ptr", "ptr", out, expected, tolerance(result.tol[:n], expected)),
              Arg("n", "int", n), Arg("BLOCK", "constexpr", block)]
-    return make_case(seed, "elementwise", args, lines, (grid,))
+    return make_case(seed, "promotion" if mixed_share else "elementwise", args, lines, (grid,))
+
+
+def _promotion(rng, seed) -> Case | None:
+    """Elementwise statements between values of different types: Triton's promotion rules."""
+    return _elementwise(rng, seed, mixed_share=0.6)
 
 
 def _broadcast(rng, seed) -> Case | None:
@@ -183,7 +200,7 @@ def _scan(rng, seed) -> Case | None:
     return make_case(seed, "scan", args, lines, (1,))
 
 
-_FAMILY_BUILDERS = {"elementwise": _elementwise, "broadcast": _broadcast, "reduce": _reduce, "scan": _scan,
+_FAMILY_BUILDERS = {"elementwise": _elementwise, "promotion": _promotion, "broadcast": _broadcast, "reduce": _reduce, "scan": _scan,
                     "loop": loop_case, "atomic": atomic_case, "dot": dot_case}
 
 

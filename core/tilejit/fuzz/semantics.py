@@ -179,3 +179,36 @@ def scan(op: str, x, axis: int, dt: DType):
 def round_tf32(x) -> np.ndarray:
     """fp32 -> tf32 (10 explicit mantissa bits), to nearest."""
     return round_mantissa(np.asarray(x, dtype=np.float32), 10)
+
+
+def integer_promotion(a: DType, b: DType) -> DType:
+    """C's usual arithmetic conversions, as Triton's integer_promote_impl: the wider type; at equal
+    width (or a wider unsigned one) the unsigned type wins."""
+    if a.signed == b.signed:
+        return a if a.bits > b.bits else b
+    unsigned, signed = (a, b) if not a.signed else (b, a)
+    return unsigned if unsigned.bits >= signed.bits else signed
+
+
+def computation_type(a: DType, b: DType, div_or_mod: bool = False) -> DType:
+    """The type two tensors of types `a` and `b` meet in (Triton's computation_type_impl)."""
+    if FLOAT64 in (a, b):
+        return FLOAT64
+    if FLOAT32 in (a, b):
+        return FLOAT32
+    if FLOAT16 in (a, b):
+        return FLOAT32 if div_or_mod else FLOAT16
+    if BFLOAT16 in (a, b):
+        return BFLOAT16 if a == b and not div_or_mod else FLOAT32
+    return integer_promotion(a, b)
+
+
+def shift_right(a, amount, left: DType, out: DType):
+    """`a >> amount` in type `out`: arithmetic when the LEFT operand's own type is signed (Triton
+    decides by the left operand, before promotion), else logical."""
+    if left.signed and not out.signed:  # the sign bit of the unsigned result type is shifted in
+        signed = np.dtype(f"int{out.bits}")
+        return np.right_shift(a.view(signed), amount.astype(signed)).view(out.model)
+    # Otherwise the result type decides, and agrees: a narrower unsigned value widened to a signed
+    # type is not negative, so arithmetic and logical shifts give the same bits.
+    return np.right_shift(a, amount)

@@ -165,7 +165,10 @@ class FileCacheManager:
 
     def _read_in(self, dir_fd: int) -> tuple[dict, dict[str, bytes | str]]:
         def read(name: str) -> bytes:
-            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+            if os.open in os.supports_dir_fd:
+                fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
+            else:  # no openat (Windows): by path
+                fd = os.open(os.path.join(self.path, name), os.O_RDONLY | getattr(os, "O_BINARY", 0))
             with os.fdopen(fd, "rb") as f:
                 return f.read()
 
