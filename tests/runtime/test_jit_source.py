@@ -60,3 +60,13 @@ def test_replaced_src_changes_the_cache_key():
     assert kernel.src_file == __file__
     kernel.hash = None  # Triton's way to force the key to be computed again
     assert kernel.cache_key == before
+
+
+MODULE_LEVEL_TEXT = "def kept_in_a_global(a):\n    b = a * 3\n"
+
+
+def test_exec_of_a_module_level_string_inside_a_function():
+    namespace = {}
+    exec(MODULE_LEVEL_TEXT, namespace)  # noqa: S102 - the text is only held by this module's globals
+    kernel = JITFunction(namespace["kept_in_a_global"])
+    assert kernel.src == MODULE_LEVEL_TEXT

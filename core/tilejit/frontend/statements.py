@@ -85,8 +85,8 @@ class StatementsMixin:
         (`scale = 2`, `eps = 1e-4`, a constexpr's value) becomes a scalar tensor of the literal's type
         (int32, fp32, ...), so it takes part in type promotion as a tensor (`int8 * scale` is int32)
         and has tensor methods (`.to`, `.dtype`). Tuples are converted element by element; other
-        compile-time values (None, dtypes, functions, strings) stay as they are. Only `x: tl.constexpr =
-        ...` keeps a number a compile-time constant."""
+        compile-time values (None, dtypes, functions, strings) stay as they are. `x: tl.constexpr = ...`
+        (or `x: tl.constexpr` declared before the assignment) keeps a number a compile-time constant."""
         raw = unwrap(value)
         if isinstance(raw, (bool, int, float)):
             return self.semantic.to_tensor(raw)

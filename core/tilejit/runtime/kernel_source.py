@@ -89,14 +89,17 @@ def _defines(lines: List[str], name: str) -> bool:
 
 def _text_from_callers(code: types.CodeType) -> Optional[str]:
     """The text an exec'd function was compiled from, if a calling frame still holds it (as a local
-    or global variable, or as a constant of its code, e.g. `exec("def f(): ...")`)."""
+    variable, a global of its module, or a constant of its code, e.g. `exec("def f(): ...")`)."""
     marker = f"def {code.co_name}"
     frame = sys._getframe(1)
-    seen = set()
+    seen, seen_globals = set(), set()
     for _ in range(_MAX_CALLER_FRAMES + 8):  # + the frames of tilejit itself
         if frame is None:
             break
         candidates = list(frame.f_locals.values()) + list(frame.f_code.co_consts)
+        if id(frame.f_globals) not in seen_globals:  # a module-level string exec'd by a function
+            seen_globals.add(id(frame.f_globals))
+            candidates += list(frame.f_globals.values())
         for value in candidates:
             if isinstance(value, str) and marker in value and id(value) not in seen:
                 seen.add(id(value))
