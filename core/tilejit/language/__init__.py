@@ -53,6 +53,10 @@ if math is not None:
 if random is not None:
     __all__.append("random")
 
+# `tl.dot_scaled` (microscaling formats), written in `tl` (scaled_dot.py).
+from .scaled_dot import dot_scaled  # noqa: E402
+__all__.append("dot_scaled")
+
 # `tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice` (Triton 3.x).
 from . import extra  # noqa: E402,F401
 __all__.append("extra")
