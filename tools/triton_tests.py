@@ -325,6 +325,12 @@ def format_report(tests: dict, has_ref: bool, top: int = 40) -> str:
         lines.append(f"{'file':28} {'ids':>6} {'pass':>6} {'skip':>6}")
         for name, r in table.items():
             lines.append(f"{name:28} {r['ids']:6} {r['tilejit_pass']:6} {r['tilejit_skip']:6}")
+    durations = collections.Counter()
+    for t in tests.values():
+        for side in ("reference", "tilejit"):
+            durations[side] += (t.get(side) or {}).get("dur", 0.0)
+    lines.append("time in tests (sum of per-test durations): " +
+                 ", ".join(f"{k} {v:.0f}s" for k, v in durations.items() if v))
     bad = regressions(tests, has_ref)
     what = "tilejit fails, reference passes" if has_ref else "tilejit fails"
     lines.append(f"\n{len(bad)} ids: {what}. By test function (first error line):")
