@@ -307,7 +307,7 @@ def summarize(tests: dict, has_ref: bool) -> dict:
 def regressions(tests: dict, has_ref: bool) -> dict:
     """Ids that tilejit fails (and the reference passes, when there is one)."""
     return {tid: t for tid, t in tests.items()
-            if not is_pass(t.get("tilejit")) and t.get("tilejit", {}).get("outcome") != "skipped"
+            if t.get("tilejit") and not is_pass(t["tilejit"]) and t["tilejit"].get("outcome") != "skipped"
             and (not has_ref or is_pass(t.get("reference")))}
 
 
@@ -441,10 +441,7 @@ def main(argv=None) -> int:
         for tid in chosen:
             tests[tid][side.name] = res.get(tid, {"outcome": "not-run"})
 
-    report = format_report(tests, has_ref)
-    print(report)
-    print(f"\n{time.time() - t0:.0f}s")
-    if args.json:
+    if args.json:  # written before the report, so that a report bug cannot lose a long run
         meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "folder": str(folder), "files": [f.name for f in files], "device": args.device,
                 "sample": args.sample, "seed": args.seed, "select": args.select, "timeout": args.timeout,
@@ -453,6 +450,8 @@ def main(argv=None) -> int:
                 "reference_python": args.reference, "reused_reference": str(args.reuse_reference or ""),
                 "collect_errors": collect_errors, "seconds": round(time.time() - t0)}
         args.json.write_text(json.dumps({"meta": meta, "tests": tests}, indent=1))
+    print(format_report(tests, has_ref))
+    print(f"\n{time.time() - t0:.0f}s")
     return 0
 
 
