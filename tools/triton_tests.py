@@ -307,7 +307,7 @@ def summarize(tests: dict, has_ref: bool) -> dict:
 def regressions(tests: dict, has_ref: bool) -> dict:
     """Ids that tilejit fails (and the reference passes, when there is one)."""
     return {tid: t for tid, t in tests.items()
-            if not is_pass(t.get("tilejit")) and t.get("tilejit", {}).get("outcome") != "skipped"
+            if t.get("tilejit") and not is_pass(t["tilejit"]) and t["tilejit"].get("outcome") != "skipped"
             and (not has_ref or is_pass(t.get("reference")))}
 
 
@@ -325,6 +325,12 @@ def format_report(tests: dict, has_ref: bool, top: int = 40) -> str:
         lines.append(f"{'file':28} {'ids':>6} {'pass':>6} {'skip':>6}")
         for name, r in table.items():
             lines.append(f"{name:28} {r['ids']:6} {r['tilejit_pass']:6} {r['tilejit_skip']:6}")
+    durations = collections.Counter()
+    for t in tests.values():
+        for side in ("reference", "tilejit"):
+            durations[side] += (t.get(side) or {}).get("dur", 0.0)
+    lines.append("time in tests (sum of per-test durations): " +
+                 ", ".join(f"{k} {v:.0f}s" for k, v in durations.items() if v))
     bad = regressions(tests, has_ref)
     what = "tilejit fails, reference passes" if has_ref else "tilejit fails"
     lines.append(f"\n{len(bad)} ids: {what}. By test function (first error line):")
@@ -435,10 +441,7 @@ def main(argv=None) -> int:
         for tid in chosen:
             tests[tid][side.name] = res.get(tid, {"outcome": "not-run"})
 
-    report = format_report(tests, has_ref)
-    print(report)
-    print(f"\n{time.time() - t0:.0f}s")
-    if args.json:
+    if args.json:  # written before the report, so that a report bug cannot lose a long run
         meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "folder": str(folder), "files": [f.name for f in files], "device": args.device,
                 "sample": args.sample, "seed": args.seed, "select": args.select, "timeout": args.timeout,
@@ -447,6 +450,8 @@ def main(argv=None) -> int:
                 "reference_python": args.reference, "reused_reference": str(args.reuse_reference or ""),
                 "collect_errors": collect_errors, "seconds": round(time.time() - t0)}
         args.json.write_text(json.dumps({"meta": meta, "tests": tests}, indent=1))
+    print(format_report(tests, has_ref))
+    print(f"\n{time.time() - t0:.0f}s")
     return 0
 
 

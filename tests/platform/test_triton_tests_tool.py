@@ -52,6 +52,9 @@ def test_summary_counts_passes_against_the_reference():
     assert table["TOTAL"]["ids"] == 4 and table["TOTAL"]["tilejit_pass"] == 2
     assert list(tt.regressions(tests, has_ref=True)) == ["d/test_a.py::t[2]"]
     assert "test_a.py::t" in tt.format_report(tests, has_ref=True)
+    reference_only = {tid: {"reference": t["reference"]} for tid, t in tests.items()}
+    assert tt.regressions(reference_only, has_ref=True) == {}
+    assert "0 ids" in tt.format_report(reference_only, has_ref=True)
 
 
 @pytest.mark.parametrize("lenient", [False, True])
