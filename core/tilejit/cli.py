@@ -288,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
+        # Everything after `run` belongs to the program (its own -q, -k, ...), as with `python`.
+        return importlib.import_module("tilejit.run_alias").main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -66,13 +66,25 @@ def run(script: str | None = None, module: str | None = None, args=()) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
-    rest = list(args.args)
+def main(argv) -> int:
+    """`tilejit run` with the raw arguments: `-m module [args]` or `script [args]`; every argument after
+    the module or script is the program's own."""
+    rest = list(argv)
     if rest and rest[0] == "--":
         rest = rest[1:]
-    if args.module:
-        return run(module=args.module, args=rest)
+    if rest[:1] == ["-m"]:
+        if len(rest) < 2:
+            print("tilejit run: -m needs a module name", file=sys.stderr)
+            return 2
+        return run(module=rest[1], args=rest[2:])
+    if rest and rest[0].startswith("-m") and len(rest[0]) > 2:  # `-mpytest`, as python accepts
+        return run(module=rest[0][2:], args=rest[1:])
     if not rest:
-        print("tilejit run: give a script path or -m module", file=sys.stderr)
+        print("usage: tilejit run [-m module | script.py] [args ...]", file=sys.stderr)
         return 2
     return run(script=rest[0], args=rest[1:])
+
+
+def cmd_run(args) -> int:
+    """The argparse route (only reached for `tilejit run --help`-like uses)."""
+    return main((["-m", args.module] if args.module else []) + list(args.args))

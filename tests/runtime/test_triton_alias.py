@@ -132,13 +132,14 @@ def test_tilejit_run_script_with_arguments_and_exit_code(tmp_path):
 
 
 def test_tilejit_run_module(tmp_path):
-    (tmp_path / "tuned_pkg_mod.py").write_text("import triton\nprint('module', triton.__version__)\n")
+    (tmp_path / "tuned_pkg_mod.py").write_text("import sys, triton\nprint('module', triton.__version__, sys.argv[1:])\n")
     env = _env()
     env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
-    result = subprocess.run([sys.executable, "-m", "tilejit", "run", "-m", "tuned_pkg_mod"], capture_output=True,
-                            text=True, env=env, timeout=300, cwd=tmp_path)
+    # the module's own options (-q, -k ...) are not the tilejit command's
+    result = subprocess.run([sys.executable, "-m", "tilejit", "run", "-m", "tuned_pkg_mod", "-q", "-k", "x"],
+                            capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "module 3.6.0"
+    assert result.stdout.strip() == "module 3.6.0 ['-q', '-k', 'x']"
 
 
 def test_tilejit_run_reports_an_uncaught_exception(tmp_path):
