@@ -133,8 +133,12 @@ class Side:
         self.pythonpath, self.lenient = pythonpath, lenient
         self.triton_internal_testing = triton_internal_testing
 
+    cache_dir: str | None = None  # TILEJIT_CACHE_DIR for the tilejit side (None: leave as is)
+
     def env(self, support: Path | None) -> dict:
         env = dict(os.environ)
+        if self.alias and self.cache_dir:
+            env["TILEJIT_CACHE_DIR"] = self.cache_dir
         paths = [str(TOOLS)] + self.pythonpath
         env.pop("TRITON_TESTS_ALIAS", None)
         env.pop("TRITON_TESTS_LENIENT", None)
@@ -378,6 +382,10 @@ def main(argv=None) -> int:
     ap.add_argument("--triton-internal-testing", action="store_true",
                     help="diagnostic: Triton's own _internal_testing.py (FOLDER/_support) in place of "
                          "the alias's; not for pass counts")
+    ap.add_argument("--cache-dir", default=None,
+                    help="TILEJIT_CACHE_DIR for tilejit (default: a fresh folder for this run, removed "
+                         "after it; 'keep' uses the environment's): the thousands of kernels the tests "
+                         "compile stay out of the user's cache")
     ap.add_argument("--json", type=Path, help="write all results here")
     ap.add_argument("--log", type=Path, help="pytest output of all runs (default: discarded)")
     args = ap.parse_args(argv)
@@ -392,6 +400,12 @@ def main(argv=None) -> int:
               triton_internal_testing=args.triton_internal_testing)
     ref = Side("reference", args.reference, False, [], args.device) if args.reference else None
     log = open(args.log if args.log else os.devnull, "ab")  # noqa: SIM115 (open for the whole run)
+    cache_tmp = None
+    if args.cache_dir is None:
+        cache_tmp = tempfile.TemporaryDirectory(prefix="triton-tests-cache-")
+        tj.cache_dir = cache_tmp.name
+    elif args.cache_dir != "keep":
+        tj.cache_dir = args.cache_dir
     t0 = time.time()
 
     tests: dict[str, dict] = {}
@@ -450,6 +464,8 @@ def main(argv=None) -> int:
                 "reference_python": args.reference, "reused_reference": str(args.reuse_reference or ""),
                 "collect_errors": collect_errors, "seconds": round(time.time() - t0)}
         args.json.write_text(json.dumps({"meta": meta, "tests": tests}, indent=1))
+    if cache_tmp is not None:
+        cache_tmp.cleanup()
     print(format_report(tests, has_ref))
     print(f"\n{time.time() - t0:.0f}s")
     return 0
