@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from .layouts import EXTRA_ENCODINGS, DistributedEncoding, _build, _ints
+from .layouts import DistributedEncoding, _build, _ints
 from .linear_layout import LinearLayout, log2_exact
 
 CDNA = ("gfx90a", "gfx942", "gfx950")
@@ -183,9 +183,12 @@ class AmdWmmaEncoding(AmdMatrixEncoding):
                 f"kWidth = {self.k_width}}}>")
 
 
-EXTRA_ENCODINGS["amd_mfma"] = lambda f: AmdMfmaEncoding(
-    f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f["instrShape"], f.get("kWidth", 4))
-EXTRA_ENCODINGS["amd_wmma"] = lambda f: AmdWmmaEncoding(f["version"], f["warpsPerCTA"], f.get("kWidth", 16))
+# The layouts this module adds to the TTGIR text form (a dialect context includes them).
+ENCODING_KINDS = {
+    "amd_mfma": lambda f: AmdMfmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f["instrShape"],
+                                          f.get("kWidth", 4)),
+    "amd_wmma": lambda f: AmdWmmaEncoding(f["version"], f["warpsPerCTA"], f.get("kWidth", 16)),
+}
 
 
 def spread_warps(m_tiles: int, n_tiles: int, num_warps: int) -> Tuple[int, int]:

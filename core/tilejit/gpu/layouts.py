@@ -1,7 +1,7 @@
 """TTGIR encodings: how a tensor's elements are spread over the registers, lanes and warps of a CTA.
 
 Spelled and printed as in Triton's TTGIR (`#ttg.blocked<{sizePerThread = [4], ...}>`), inline in
-tensor types, and parsed back (registered with `ir.register_encoding_parser`). Every distributed
+tensor types, and parsed back (`ENCODING_KINDS`, through a dialect context: `ir/dialect.py`). Every distributed
 encoding answers `to_linear(shape)`: a `LinearLayout` that says, for (register, lane, warp), which
 element a thread holds. The lowering computes index math from it and tests check it is a bijection
 (or the replication the layout promises).
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 from ..errors import CompilationError
-from ..ir import register_encoding_parser
 from .linear_layout import LinearLayout, log2_exact, standard_bases
 
 
@@ -205,14 +204,12 @@ class SharedEncoding:
 
 # ---------------------------------------------------------------------------------------- parsing
 
-# Encodings defined in other modules (amd_layouts.py): kind -> fn(fields) -> encoding.
-EXTRA_ENCODINGS: dict = {}
-
 _TOKEN = re.compile(r"\s*(#ttg\.[a-z_]+<|[A-Za-z_][A-Za-z0-9_]*|-?\d+|[{}\[\]=,>])")
 
 
 class _EncodingParser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, kinds: dict):
+        self.kinds = kinds
         self.tokens: List[str] = []
         pos = 0
         text = text.strip()
@@ -272,34 +269,30 @@ class _EncodingParser:
             if tok != ",":
                 raise CompilationError(f"layout: expected ',' or '}}', found '{tok}'")
         self.expect(">")
+        if kind not in self.kinds:
+            raise CompilationError(f"unknown layout #ttg.{kind}")
         try:
-            return _make(kind, fields)
+            return self.kinds[kind](fields)
         except KeyError as exc:
             raise CompilationError(f"layout #ttg.{kind} lacks the field {exc}") from None
 
 
-def _make(kind: str, f: dict):
-    if kind == "blocked":
-        return BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"])
-    if kind == "slice":
-        return SliceEncoding(f["dim"], f["parent"])
-    if kind == "nvidia_mma":
-        return NvidiaMmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f.get("instrShape", [16, 8]))
-    if kind == "dot_op":
-        return DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0))
-    if kind == "shared":
-        return SharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"])
-    if kind in EXTRA_ENCODINGS:
-        return EXTRA_ENCODINGS[kind](f)
-    raise CompilationError(f"unknown layout #ttg.{kind}")
+# The layouts core defines: kind -> fn(fields) -> encoding. A dialect context (ir/dialect.py) adds
+# the kinds a backend defines (AMD's matrix-core layouts) beside these.
+ENCODING_KINDS = {
+    "blocked": lambda f: BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"]),
+    "slice": lambda f: SliceEncoding(f["dim"], f["parent"]),
+    "nvidia_mma": lambda f: NvidiaMmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"],
+                                              f.get("instrShape", [16, 8])),
+    "dot_op": lambda f: DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0)),
+    "shared": lambda f: SharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"]),
+}
 
 
-def parse_encoding(text: str):
-    p = _EncodingParser(text)
+def parse_encoding(text: str, kinds: dict = ENCODING_KINDS):
+    """The `#ttg.<kind><{...}>` layout in `text`; `kinds` says how to build each kind."""
+    p = _EncodingParser(text, kinds)
     enc = p.encoding(p.next())
     if p.i != len(p.tokens):
         raise CompilationError(f"unexpected text after the layout '{text}'")
     return enc
-
-
-register_encoding_parser("#ttg.", parse_encoding)

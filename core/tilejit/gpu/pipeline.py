@@ -73,7 +73,7 @@ def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
     in memory-contiguous vectors; (None, 1) when no vector of >= 4 bytes exists."""
     from .llvm.convert import _run_length
     ptr = load.operands[0]
-    mask = load.operands[1] if len(load.operands) > 1 else None
+    mask = load.operand("mask")
     layout = ptr.type.encoding.to_linear(ptr.type.shape)
     best = (None, 1)
     for dim in range(2):

@@ -132,8 +132,7 @@ class LayoutAssignment:
                 continue
             shape = ptr.type.shape
             order = access_order(self.analysis, ptr)
-            mask_idx = 2 if op.name == "tt.store" else 1
-            mask = op.operands[mask_idx] if len(op.operands) > mask_idx else None
+            mask = op.operand("mask")
             vec = vector_width(self.analysis, ptr, order[0], mask)
             threads = self.cfg.warp_size * self.cfg.num_warps
             vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
@@ -177,7 +176,7 @@ class LayoutAssignment:
         for op in self.func.walk():
             if op.name != "tt.dot":
                 continue
-            a, b = op.operands[0].type, op.operands[1].type
+            a, b = op.operand("a").type, op.operand("b").type
             out = op.result.type
             M, N = out.shape[-2:]
             K = a.shape[-1]
@@ -202,7 +201,7 @@ class LayoutAssignment:
             else:
                 enc = self.layout_for(out)
             self.fixed[id(op.result)] = enc
-            self._fix_accumulator(op.operands[2], enc)
+            self._fix_accumulator(op.operand("c"), enc)
 
     def _wgmma_fits(self, dot: ir.Operation, M: int, N: int) -> bool:
         """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one or more m64nNk16 row blocks
@@ -217,7 +216,7 @@ class LayoutAssignment:
         loop = dot.parent.parent_op if dot.parent is not None else None
         if loop is None or loop.name != "scf.for":
             return False
-        b = dot.operands[1]
+        b = dot.operand("b")
         return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is dot.parent
 
     def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
@@ -252,7 +251,7 @@ class LayoutAssignment:
                 k = acc.index - 1
                 self.fixed[id(acc)] = enc
                 self.fixed[id(loop.results[k])] = enc
-                self.wanted[id(loop.operands[3 + k])] = enc
+                self.wanted[id(loop.operand_group("inits")[k])] = enc
         self.wanted.setdefault(id(acc), enc)
 
     # --- tritongpu-propagate-dot-layouts -----------------------------------------------------------
@@ -277,7 +276,7 @@ class LayoutAssignment:
         for op in block.ops:
             if op.name == "scf.for":
                 body = op.regions[0].blocks[0]
-                for k, init in enumerate(op.operands[3:]):
+                for k, init in enumerate(op.operand_group("inits")):
                     enc = self._flowing_of(init) or self._flowing_of(body.ops[-1].operands[k])
                     self._flow_into(body.args[k + 1], enc)
                     self._flow_into(op.results[k], enc)
@@ -366,7 +365,7 @@ class LayoutAssignment:
             for k, r in enumerate(op.results):
                 enc = self.decide(r)
                 self.fixed.setdefault(id(body.args[k + 1]), enc)
-                self.want(op.operands[3 + k], enc)
+                self.want(op.operand_group("inits")[k], enc)
         elif res is not None and name not in ("tt.dot", "tt.trans", "tt.reshape", "tt.join", "tt.split",
                                               "tt.cat", "tt.gather", "tt.histogram", "tt.scan", "tt.reduce"):
             same_shape = [v for v in op.operands if _is_tensor(v) and v.type.shape == op.results[0].type.shape]
@@ -420,7 +419,8 @@ class LayoutAssignment:
             owner = op.parent.parent_op
             return self.decide(owner.regions[1].blocks[0].args[idx - 1]) if idx else None
         if name == "scf.for":
-            return self.decide(op.results[idx - 3]) if idx >= 3 else None
+            first = op.operand_index("inits")
+            return self.decide(op.results[idx - first]) if idx >= first else None
         if name == "scf.while":
             return self.decide(op.regions[0].blocks[0].args[idx])
         if name in ("tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram",

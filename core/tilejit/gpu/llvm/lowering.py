@@ -226,7 +226,7 @@ class FunctionLowering(TensorOps):
         if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
             return
         lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
-        inits = [self.get(v) for v in op.operands[3:]]
+        inits = [self.get(v) for v in op.operand_group("inits")]
         body = op.regions[0].blocks[0]
         pre, header, body_bb, exit_bb, iv, carried = self.open_loop("for", lb, inits)
         self.b.cbranch(self.b.icmp_signed("<", iv, ub), body_bb, exit_bb)

@@ -381,7 +381,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
-    inits = [self.get(v) for v in op.operands[3:]]
+    inits = [self.get(v) for v in op.operand_group("inits")]
     convert_of = {id(buf.convert): buf for buf in buffers}
 
     def bind(iv, args):

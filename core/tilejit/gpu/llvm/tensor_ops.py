@@ -286,8 +286,7 @@ class TensorOps:
         ptr = op.operands[0]
         if ir.is_block_ptr(ptr.type):
             raise CompilationError.at(op.loc, "block pointers must be rewritten before the GPU lowering")
-        mask = op.operands[1] if len(op.operands) > 1 else None
-        other = op.operands[2] if len(op.operands) > 2 else None
+        mask, other = op.operand("mask"), op.operand("other")
         ptrs = self.get(ptr)
         masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
@@ -316,8 +315,7 @@ class TensorOps:
         return self.b.load(ptr, typ=ty, align=align)
 
     def lower_store(self, op):
-        ptr, value = op.operands[0], op.operands[1]
-        mask = op.operands[2] if len(op.operands) > 2 else None
+        ptr, value, mask = op.operand("ptr"), op.operand("value"), op.operand("mask")
         ptrs, vals = self.get(ptr), self.get(value)
         masks = self.get(mask) if mask is not None else None
         layout = self.layout(ptr.type)
@@ -350,8 +348,8 @@ class TensorOps:
         layout = self.layout(ptr.type)
         owner = self.is_owner(layout) if is_tensor else \
             self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
-        mask_idx = 2 if op.name == "tt.atomic_rmw" else None
-        masks = self.get(op.operands[mask_idx]) if mask_idx and len(op.operands) > mask_idx else None
+        mask = op.operand("mask") if op.name == "tt.atomic_rmw" else None
+        masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
         results = []
         for i in range(len(self.get(ptr))):
