@@ -22,6 +22,7 @@ def _ints(values) -> str:
 
 class DistributedEncoding:
     """An encoding that places every element in some thread's registers."""
+    is_encoding = True   # printed and parsed as an attribute value too (ir/printer.py)
 
     def to_linear(self, shape) -> LinearLayout:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -189,6 +190,7 @@ class DotOperandEncoding(DistributedEncoding):
 @dataclass(frozen=True)
 class SharedEncoding:
     """A tensor in shared memory (swizzled as Triton's `#ttg.swizzled_shared`)."""
+    is_encoding = True
     vec: int
     per_phase: int
     max_phase: int

@@ -135,6 +135,20 @@ class Parser:
     def encoding(self, text: str):
         return self.context.parse_encoding(text)
 
+    def encoding_attr(self):
+        """A layout as an attribute value (`#ttg.blocked<{...}>`): up to its matching `>`."""
+        start, depth = self.pos, 0
+        while self.pos < len(self.text):
+            ch = self.text[self.pos]
+            self.pos += 1
+            if ch in "<({[":
+                depth += 1
+            elif ch in ">)}]":
+                depth -= 1
+                if depth == 0:
+                    break
+        return self.encoding(self.text[start:self.pos])
+
     def type_list(self, close: str) -> List[Type]:
         types: List[Type] = []
         if self.accept(close):
@@ -163,6 +177,8 @@ class Parser:
                 self.expect(",")
         if self.peek("{"):
             return self.attr_dict()
+        if self.peek("#"):
+            return self.encoding_attr()
         if self.accept("dense<["):
             vals = []
             if not self.accept("]"):
