@@ -10,9 +10,11 @@ from tilejit.gpu import layout_passes as lp
 from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
 from tilejit.gpu.ttgir import FIRST_DUMP_INDEX, GPUConfig, make_ttgir, ttgir_passes
 from tilejit.passes import PassManager
+from tilejit_nvidia.isa import NvidiaISA
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
-CFG = GPUConfig(4, 32, 3, 2)
+CFG = GPUConfig(4, NvidiaISA(80, 32))   # mma.sync
+NO_MMA = GPUConfig(4, NvidiaISA(75, 32))   # no matrix unit
 
 
 def _matmul():
@@ -58,7 +60,7 @@ def test_accelerate_matmul_alone_on_plain_ttir():
     assert loop.results[acc.index - 1].type.encoding == dot.result.type.encoding
     # Without an MMA-capable target the dot stays on the FMA path (a blocked result).
     fma = _matmul()
-    lp.AccelerateMatmul(GPUConfig(4, 32, 3, 0)).apply(fma)
+    lp.AccelerateMatmul(NO_MMA).apply(fma)
     assert isinstance(_ops(fma, "tt.dot")[0].result.type.encoding, BlockedEncoding)
 
 
@@ -111,12 +113,12 @@ def test_assign_layouts_alone_types_every_tensor_and_removes_the_hints():
     ir.verify(module)
 
 
-def test_pass_list_follows_the_target():
+def test_core_pass_list_is_target_neutral():
     names = [p.name for p in ttgir_passes(CFG)]
     assert names == ["tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul",
                      "tritongpu-propagate-dot-layouts", "tritongpu-assign-layouts",
-                     "tritongpu-rematerialize-indices", "tritongpu-hoist-conversions", "tritongpu-pipeline"]
-    assert "tritongpu-pipeline" not in [p.name for p in ttgir_passes(GPUConfig(4, 32, 3, 0))]
+                     "tritongpu-rematerialize-indices", "tritongpu-hoist-conversions"]
+    assert [p.name for p in ttgir_passes(NO_MMA)] == names
 
 
 def test_every_pass_writes_its_own_dump(tmp_path):
@@ -138,8 +140,8 @@ def test_running_the_passes_one_by_one_equals_the_pipeline():
     assert ir.print_module(stepwise) == ir.print_module(whole)
 
 
-@pytest.mark.parametrize("num_warps", [3, 6])
-def test_num_warps_must_be_a_power_of_two(num_warps):
+@pytest.mark.parametrize("num_warps", [3, 6, 64])
+def test_num_warps_must_be_a_power_of_two_that_fits(num_warps):
     from tilejit.errors import CompilationError
-    with pytest.raises(CompilationError, match="powers of two"):
-        make_ttgir(_matmul(), GPUConfig(num_warps, 32, 3, 2))
+    with pytest.raises(CompilationError, match=f"option num_warps={num_warps} is invalid .* power of two no larger than 32"):
+        make_ttgir(_matmul(), GPUConfig(num_warps, NvidiaISA(90, 32)))

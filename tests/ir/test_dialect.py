@@ -33,8 +33,10 @@ def test_ttgir_parses_after_import_tilejit_alone(name):
             "print(sorted({op.name for op in m.functions[0].walk()}))\n"
             "assert tilejit.ir.print_module(m, with_locations=False) == tilejit.ir.print_module(\n"
             "    tilejit.ir.parse_module(tilejit.ir.print_module(m)), with_locations=False)\n"
-            "print([name for name in sys.modules if name.startswith('tilejit.gpu.llvm')])\n")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "core"))
+            "print([name for name in sys.modules if name.startswith(('tilejit.gpu.llvm', 'tilejit_amd.matrix_core_dot'))])\n")
+    # The installed backends (their layouts come through the backend registry, not imports).
+    path = [os.path.join(ROOT, "core")] + [os.path.join(ROOT, "backends", b) for b in ("nvidia", "amd", "interpreter")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path + [os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", code], input=_read(name),
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr

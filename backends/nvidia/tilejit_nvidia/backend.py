@@ -42,8 +42,14 @@ class CUDABackend(GPUBackend):
 
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
+        from tilejit.gpu.ttgir import Pipeline, ttgir_passes
         arch = self.target.arch
-        self.add_gpu_stages(stages, options, mma_version=3 if arch >= 90 else 2 if arch >= 80 else 0)
+        # The core's layout passes (dots take the matrix units `NvidiaISA.matrix_units` lists), then,
+        # where cp.async exists, the multi-buffering of the loads that feed the dots.
+        passes = ttgir_passes(self.layout_config(options))
+        if self.isa.supports_async_copy:
+            passes.append(Pipeline(options.num_stages, self.isa.shared_memory))
+        self.add_gpu_stages(stages, options, passes)
         stages["ptx"] = lambda src, md: toolchain.llir_to_ptx(src, arch, options.ptx_features or None)
         stages["cubin"] = lambda src, md: toolchain.ptx_to_cubin(src, arch)
 

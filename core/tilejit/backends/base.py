@@ -175,6 +175,12 @@ class BaseBackend(abc.ABC):
         """This backend's part of the cache key; subclasses add their toolchain versions."""
         return f"{self.name}:{self.target}:api{self.api_version}"
 
+    @classmethod
+    def encoding_kinds(cls) -> dict:
+        """Tensor layouts this backend adds to the TTGIR text: kind (`x` in `#ttg.x<{...}>`) ->
+        fn(fields) -> encoding; the parser's default dialect context includes them."""
+        return {}
+
     @abc.abstractmethod
     def add_stages(self, stages: dict, options) -> None:
         """Append `{stage name: fn(src, metadata)}` entries after the core's `ttir` stage."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Dict
 
 from .. import ir
-from .amd_layouts import select_matrix_core
 from .axis_info import AxisAnalysis, access_order, vector_width
-from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
+from .layouts import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from .target import DotSite
 
 ACCESS = "ttg.access_layout"
 DEFAULTS = "ttg.default_layouts"
@@ -45,28 +45,16 @@ def default_blocked(shape, cfg, order=None, vec: int = 1) -> BlockedEncoding:
     return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
-def mma_warps(shape, num_warps: int):
-    wm, wn = 1, 1
-    while wm * wn < num_warps:
-        if shape[0] // (16 * wm) >= shape[1] // (8 * wn) and shape[0] >= 32 * wm:
-            wm *= 2
-        elif shape[1] >= 16 * wn:
-            wn *= 2
-        else:
-            wm *= 2
-    return (wm, wn)
-
-
 def _is_tensor(v) -> bool:
     return isinstance(v.type, ir.TensorType)
 
 
 def _mma_derived(enc) -> bool:
-    """An NVIDIA MMA layout or a slice of one: layouts worth keeping (leaving one costs a trip
-    through shared memory; blocked layouts of loads are cheap to recreate)."""
+    """A matrix layout that `keeps_in_registers` or a slice of one: layouts worth keeping (leaving one
+    costs a trip through shared memory; blocked layouts of loads are cheap to recreate)."""
     while isinstance(enc, SliceEncoding):
         enc = enc.parent
-    return isinstance(enc, NvidiaMmaEncoding)
+    return getattr(enc, "keeps_in_registers", False)
 
 
 
@@ -209,50 +197,22 @@ class _AccelerateMatmul(_Layouts):
             out = op.result.type
             M, N = out.shape[-2:]
             K = a.shape[-1]
-            use_mma = (self.cfg.mma_version >= 2 and len(out.shape) == 2
-                       and str(a.element) in ("f16", "bf16") and a.element == b.element
-                       and str(out.element) == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
-            amd = (select_matrix_core(self.cfg.amd_arch, self.cfg.warp_size, self.cfg.num_warps, str(a.element),
-                                      str(b.element), str(out.element), (M, N, K) if len(out.shape) == 2 else ())
-                   if self.cfg.amd_arch else None)
-            if amd is not None:
-                enc = amd
-            elif use_mma:
-                warps = self._chained_dot_warps(op, M, N)
-                # wgmma's warps are all along M: a chained dot (attention) takes it when its partner
-                # asked for that arrangement too, so P stays in registers between the two dots.
-                if warps in (None, (self.cfg.num_warps, 1)) and self._wgmma_fits(op, M, N):
-                    enc = NvidiaMmaEncoding(3, 0, (self.cfg.num_warps, 1), (16, N, 16))
-                else:
-                    if warps is None:
-                        warps = mma_warps((M, N), self.cfg.num_warps)
-                    enc = NvidiaMmaEncoding(2, 0, warps, (16, 8))
-            else:
+            site = DotSite(op, (M, N, K), len(out.shape), str(a.element), str(b.element), str(out.element),
+                           self.cfg.num_warps, self.cfg.warp_size,
+                           lambda op=op, M=M, N=N: self._chained_dot_warps(op, M, N))
+            enc = next((e for e in (unit.layout(site) for unit in self.cfg.target.matrix_units) if e is not None),
+                       None)
+            if enc is None:   # no matrix unit takes it: the FMA dot, in the default layout
                 enc = self.layout_for(out)
             self.fix(op.result, enc)
             self._fix_accumulator(op.operand("c"), enc)
         self.save_defaults()   # an FMA dot may have chosen the default layout of its rank
 
-    def _wgmma_fits(self, dot: ir.Operation, M: int, N: int) -> bool:
-        """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one or more m64nNk16 row blocks
-        (M a multiple of 16 * num_warps, 16 <= N <= 256 a power of two) and B loaded in the loop body
-        of the dot, so that the pipeline can leave it in shared memory for the descriptor. A is read
-        through a descriptor too when it is loaded there, else from registers (the mma.sync A
-        fragment, which wgmma takes as is). When the pipeline does not leave B in shared memory
-        after all, the lowering runs mma.sync on the same layouts."""
-        warps = self.cfg.num_warps
-        if self.cfg.mma_version < 3 or warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
-            return False
-        loop = dot.parent.parent_op if dot.parent is not None else None
-        if loop is None or loop.name != "scf.for":
-            return False
-        b = dot.operand("b")
-        return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is dot.parent
-
     def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
         """As Triton: a dot connected to another dot of the same block (attention's QK^T feeding PV)
         puts all warps along M (or N), so that the first result becomes the second's operand by a
-        register permutation only; a chained dot that already has an MMA layout lends its warps."""
+        register permutation only; a chained dot that already has a matrix layout that stays in
+        registers (`keeps_in_registers`) lends its warps."""
         block = dot.parent
         seen, work, chained = {id(dot)}, [dot], False
         while work:
@@ -266,7 +226,7 @@ class _AccelerateMatmul(_Layouts):
                 work.append(other)
                 if other.name == "tt.dot" and len(other.results[0].type.shape) == 2:
                     enc = self.fixed.get(id(other.results[0]))
-                    if isinstance(enc, NvidiaMmaEncoding):
+                    if getattr(enc, "keeps_in_registers", False):
                         return enc.warps_per_cta
                     chained = True
         if not chained:
@@ -449,7 +409,7 @@ class _AssignLayouts(_Layouts):
         if name == "tt.dot":
             if idx == 2:
                 return res_enc
-            k_width = 2 if isinstance(res_enc, NvidiaMmaEncoding) else getattr(res_enc, "k_width", 0)
+            k_width = getattr(res_enc, "k_width", 0)
             return DotOperandEncoding(idx, res_enc, k_width)
         if name == "tt.expand_dims":
             return SliceEncoding(op.attrs["axis"], res_enc)

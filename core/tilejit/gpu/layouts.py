@@ -23,6 +23,10 @@ def _ints(values) -> str:
 class DistributedEncoding:
     """An encoding that places every element in some thread's registers."""
     is_encoding = True   # printed and parsed as an attribute value too (ir/printer.py)
+    # A matrix unit's result layout worth keeping: the values computed from the dot stay in it
+    # (propagate-dot-layouts; leaving it costs a trip through shared memory) and a dot chained to
+    # this one borrows its warps.
+    keeps_in_registers = False
 
     def to_linear(self, shape) -> LinearLayout:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -113,6 +117,8 @@ class NvidiaMmaEncoding(DistributedEncoding):
     version_minor: int
     warps_per_cta: Tuple[int, ...]
     instr_shape: Tuple[int, ...] = (16, 8)
+    keeps_in_registers = True
+    k_width = 2   # operand elements per 32-bit register
 
     def __post_init__(self):
         object.__setattr__(self, "warps_per_cta", tuple(int(v) for v in self.warps_per_cta))

@@ -23,9 +23,10 @@ from .shared_operands import SwizzledTile, plan_ldmatrix
 
 PIPELINED = "ttg.pipelined"
 NUM_STAGES = "ttg.num_stages"
-# Shared memory the ring buffers of one loop may take (H100/A100 give a CTA up to 227/163 KiB; the
-# rest is left to the scratch that reductions and conversions use inside the loop).
-SMEM_BUDGET = 144 * 1024
+# Of the target's shared memory (`TargetDescription.shared_memory`: 227 KiB a CTA on H100, 163 KiB on
+# A100), this much is left to the scratch that reductions and conversions use inside the loop; the
+# ring buffers of one loop may take the rest.
+SCRATCH_RESERVE = 32 * 1024
 
 _SIDE_EFFECTS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot", "tt.print", "tt.assert",
                  "tt.call", "gpu.barrier", "tt.return", "scf.yield", "scf.condition")
@@ -175,12 +176,17 @@ def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
                         _main_skip(body, loads, slice_ops, frozenset(dead)), dead)
 
 
-def pipeline_loops(func: ir.Operation, num_stages: int) -> None:
-    """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2)."""
-    if num_stages < 2:
-        return
+def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> None:
+    """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2; a loop's
+    own `tl.range(num_stages=)`, the attribute `tt.num_stages`, wins), as many as fit in
+    `shared_memory` bytes less the scratch reserve."""
     analysis = AxisAnalysis(func)
+    budget = shared_memory - SCRATCH_RESERVE
     for loop in [op for op in func.walk() if op.name == "scf.for"]:
+        stages = loop.attrs.get("tt.num_stages")
+        stages = num_stages if stages is None else int(stages)
+        if stages < 2:
+            continue
         body = loop.regions[0].blocks[0]
         loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op)]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
@@ -189,10 +195,9 @@ def pipeline_loops(func: ir.Operation, num_stages: int) -> None:
         if not loads:
             continue
         per_stage = sum(op.results[0].type.numel * 2 for op in loads)
-        stages = num_stages
-        while stages > 2 and per_stage * stages > SMEM_BUDGET:
+        while stages > 2 and per_stage * stages > budget:
             stages -= 1
-        if per_stage * stages > SMEM_BUDGET:
+        if per_stage * stages > budget:
             continue
         for op in loads:
             op.attrs[PIPELINED] = True

@@ -38,13 +38,13 @@ from typing import List
 from .. import ir
 from ..errors import CompilationError
 from ..passes.base import PassManager
-from .layout_passes import (AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts,
-                            default_blocked, mma_warps)
+from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
 from .pipeline import hoist_invariant_conversions, pipeline_loops
 from .rematerialize import rematerialize_indices
+from .target import TargetDescription
 from .tensor_pointers import rewrite_tensor_pointers
 
-__all__ = ["GPUConfig", "make_ttgir", "ttgir_passes", "default_blocked", "mma_warps"]
+__all__ = ["GPUConfig", "Pipeline", "check_num_warps", "make_ttgir", "ttgir_passes", "default_blocked"]
 
 # The TTGIR dumps are numbered from here, after the TTIR passes' (00-input, 01-..).
 FIRST_DUMP_INDEX = 50
@@ -52,12 +52,13 @@ FIRST_DUMP_INDEX = 50
 
 @dataclass(frozen=True)
 class GPUConfig:
-    """What the layout passes need to know about the target."""
+    """One compilation's view of the target: its description (`target.py`) and the CTA's warps."""
     num_warps: int
-    warp_size: int
-    num_stages: int = 3
-    mma_version: int = 0   # 3: wgmma where it fits (sm_90); 2: NVIDIA mma.sync (sm_80+); 0: FMA only
-    amd_arch: str = ""     # AMD: the gfx arch whose MFMA/WMMA `tt.dot` may use (amd_layouts.py)
+    target: TargetDescription
+
+    @property
+    def warp_size(self) -> int:
+        return self.target.warp_size
 
 
 @dataclass(frozen=True)
@@ -88,27 +89,35 @@ class HoistConversions:
 
 @dataclass(frozen=True)
 class Pipeline:
+    """Multi-buffer the loads that feed matrix-unit dots (targets with async copies): `num_stages`
+    buffers (a loop's `tl.range(num_stages=)` wins), as many as fit in `shared_memory` bytes."""
     num_stages: int
+    shared_memory: int
     name: str = "tritongpu-pipeline"
 
     def apply(self, module: ir.Module) -> None:
         for func in module.functions:
-            pipeline_loops(func, self.num_stages)
+            pipeline_loops(func, self.num_stages, self.shared_memory)
 
 
 def ttgir_passes(cfg: GPUConfig) -> List:
-    """The TTGIR passes for `cfg`, in order."""
-    passes = [RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
-              AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
-    if cfg.mma_version >= 2:
-        passes.append(Pipeline(cfg.num_stages))
-    return passes
+    """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
+    return [RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
+            AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
+
+
+def check_num_warps(num_warps: int, target: TargetDescription) -> None:
+    """num_warps is a power of two and the CTA fits the target (1024 threads)."""
+    if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > target.max_num_warps:
+        raise CompilationError(f"option num_warps={num_warps} is invalid for {target.describe()}: it must be a "
+                               f"power of two no larger than {target.max_num_warps}")
 
 
 def make_ttgir(module: ir.Module, cfg: GPUConfig, passes=None) -> ir.Module:
     """Run the TTGIR passes (`ttgir_passes(cfg)` unless given) on `module` in place and return it."""
-    if cfg.warp_size & (cfg.warp_size - 1) or cfg.num_warps & (cfg.num_warps - 1):
-        raise CompilationError("num_warps and the warp size must be powers of two")
+    check_num_warps(cfg.num_warps, cfg.target)
+    if cfg.warp_size & (cfg.warp_size - 1):
+        raise CompilationError(f"the warp size must be a power of two, got {cfg.warp_size}")
     PassManager(ttgir_passes(cfg) if passes is None else passes, dump_ext="ttgir",
                 first_index=FIRST_DUMP_INDEX).run(module)
     ir.verify(module)

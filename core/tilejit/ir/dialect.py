@@ -1,9 +1,10 @@
 """A dialect context: the ops and the tensor encodings a text of IR may use, passed to the parser.
 
-Nothing registers itself at import time: `default_context()` lists the TTIR and TTGIR ops (ops.py)
-and the layouts of `tilejit.gpu`, so `ir.parse_module(text)` reads any TTIR or TTGIR after
-`import tilejit` alone. A backend that defines its own layouts parses with
-`default_context().with_encodings(its_kinds)`.
+Nothing registers itself at import time: `default_context()` lists the TTIR and TTGIR ops (ops.py),
+the layouts of `tilejit.gpu` and those the installed backends declare (`encoding_kinds()`, asked
+through the backend registry), so `ir.parse_module(text)` reads any TTIR or TTGIR after
+`import tilejit` alone, whichever modules were imported before. A caller with other layouts parses
+with `default_context().with_encodings(its_kinds)`.
 """
 from __future__ import annotations
 
@@ -34,7 +35,11 @@ class DialectContext:
 
 @lru_cache(maxsize=None)
 def default_context() -> DialectContext:
-    """TTIR + TTGIR ops and every layout core defines."""
-    from ..gpu.amd_layouts import ENCODING_KINDS as amd_kinds
+    """TTIR + TTGIR ops, every layout core defines, and those of the installed backends (each
+    backend class's `encoding_kinds()`, found through the backend registry)."""
+    from ..backends.registry import available_backends
     from ..gpu.layouts import ENCODING_KINDS
-    return DialectContext(OPS, {**ENCODING_KINDS, **amd_kinds})
+    kinds = dict(ENCODING_KINDS)
+    for backend in available_backends().values():
+        kinds.update(backend.encoding_kinds())
+    return DialectContext(OPS, kinds)

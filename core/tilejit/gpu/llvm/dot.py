@@ -11,16 +11,16 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..isa import F32, I32, call_intrinsic
-from ..amd_layouts import AmdMatrixEncoding
 from ..layouts import NvidiaMmaEncoding
 from .scalar_ops import to_compute
 
 
 def lower_dot(self, op):
     enc = op.result.type.encoding
-    if isinstance(enc, AmdMatrixEncoding):
-        from .dot_amd import lower_amd_dot
-        return lower_amd_dot(self, op)
+    lowerings = self.isa.dot_lowerings
+    for cls in type(enc).__mro__:   # the target's own matrix layouts lower through its own function
+        if cls in lowerings:
+            return lowerings[cls](self, op)
     if isinstance(enc, NvidiaMmaEncoding):
         shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
         if enc.version_major == 3 and shared[1] is not None:

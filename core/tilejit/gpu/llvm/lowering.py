@@ -3,7 +3,7 @@
 Each tensor value becomes the list of LLVM scalars this thread holds, in its layout's register order
 (a scalar is a list of one). Elementwise ops map over the lists; ops that move data between threads
 (layout conversions, reductions, dots, memory) live in `tensor_ops.py`. Everything target-specific is
-asked of the `TargetISA` table.
+asked of the target description (`gpu/target.py`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError, TilejitError
 from ..axis_info import AxisAnalysis
-from ..isa import I32, TargetISA
+from ..isa import I32
+from ..target import TargetDescription
 from ..linear_layout import LinearLayout
 from ..pipeline import NUM_STAGES
 from .float_formats import constant_bits
@@ -34,7 +35,7 @@ def layout_of(t: ir.Type) -> LinearLayout:
 
 
 class FunctionLowering(TensorOps):
-    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetISA, num_warps: int, ir_module,
+    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetDescription, num_warps: int, ir_module,
                  fp_fusion: bool = True):
         self.module = module
         self.func = func
@@ -353,7 +354,7 @@ class FunctionLowering(TensorOps):
     }
 
 
-def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int, fp_fusion: bool = True) -> tuple:
+def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fusion: bool = True) -> tuple:
     """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function;
     `fp_fusion` lets float add/sub/mul contract into fma (the `enable_fp_fusion` option)."""
     module = llir.Module(name="tilejit")

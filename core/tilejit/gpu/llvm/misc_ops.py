@@ -3,7 +3,7 @@
 Histogram and gather go through the CTA's shared scratch: the histogram counts with shared-memory
 atomics (one per element, by the thread that owns it), the gather writes the source row-major and
 reads each result element at the coordinates its index names. `tt.print` calls the target's printf
-(`TargetISA.printf`): one line per element, as Triton prints them.
+(`TargetDescription` hook `printf`): one line per element, as Triton prints them.
 """
 from __future__ import annotations
 

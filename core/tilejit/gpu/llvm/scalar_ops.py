@@ -1,7 +1,7 @@
 """Elementwise ops on one scalar LLVM value each: arith, math, casts.
 
 The lowering maps these over the registers a thread holds. Math goes through the target's table
-(`TargetISA.math_symbol`); where a target has no instruction or library call, a portable expansion
+(`TargetDescription.math_symbol`); where a target has no instruction or library call, a portable expansion
 from simpler ops is used (written once here for every target).
 """
 from __future__ import annotations
