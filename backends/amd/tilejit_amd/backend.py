@@ -15,6 +15,7 @@ class HIPOptions(BaseOptions):
 
 class HIPBackend(GPUBackend):
     name = "hip"
+    api_version = 2
     options_class = HIPOptions
 
     @staticmethod

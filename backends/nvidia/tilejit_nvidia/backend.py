@@ -23,6 +23,7 @@ class CUDAOptions(BaseOptions):
 
 class CUDABackend(GPUBackend):
     name = "cuda"
+    api_version = 2
     options_class = CUDAOptions
 
     @staticmethod

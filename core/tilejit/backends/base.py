@@ -19,8 +19,12 @@ from tilejit.backends.errors import BackendUnavailableError, OptionsError, Targe
 from tilejit.backends.gpu_target import GPUTarget
 
 # Bumped when the backend interface changes incompatibly; a plugin built for another version is
-# reported as broken instead of failing in the middle of a compilation.
-API_VERSION = 1
+# reported as broken instead of failing in the middle of a compilation. A backend states the version
+# it was written for (`api_version = N` in its class) and pins the core versions that provide it in
+# its pyproject (`tilejit>=0.2,<0.3` for version 2).
+# 2: GPU backends hand the core a `TargetDescription` (gpu/target.py) and build their TTGIR pass list
+#    in `add_stages`; `encoding_kinds()` declares a backend's TTGIR layouts.
+API_VERSION = 2
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,8 @@ class _EncodingParser:
                     raise CompilationError(f"layout: expected ',' or ']', found '{tok}'")
         if re.fullmatch(r"-?\d+", tok):
             return int(tok)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):   # a name (a matrix instruction's)
+            return tok
         raise CompilationError(f"layout: unexpected '{tok}'")
 
     def encoding(self, head: str):

@@ -6,7 +6,7 @@ A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose
 zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
 and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
 values defined before the loop (the *address slice*). The pass only marks: the load gets
-`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`llvm/pipeline.py`) then copies
+`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`llvm/shared_dot.py`) then copies
 the tiles of iterations i+1 .. i+S-1 into a ring of S swizzled shared-memory buffers with `cp.async`
 while iteration i reads its tile with `ldmatrix` (Triton's multi-buffering, as in its
 `tritongpu-pipeline` with `num_stages`).

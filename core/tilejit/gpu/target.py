@@ -44,8 +44,8 @@ class DotSite:
 
 
 class MatrixUnit(abc.ABC):
-    """A matrix instruction (or family) that `tt.dot` may use; declared by a backend."""
-    name: str = "matrix unit"
+    """A matrix instruction (or family) that `tt.dot` may use; declared by a backend (with a `name`
+    for messages). `MatrixInstruction` (matrix.py) is one declared entirely as data."""
 
     @abc.abstractmethod
     def layout(self, dot: DotSite):

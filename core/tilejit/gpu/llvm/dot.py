@@ -12,6 +12,7 @@ from ... import ir
 from ...errors import CompilationError
 from ..isa import F32, I32, call_intrinsic
 from ..layouts import NvidiaMmaEncoding
+from ..matrix import MatrixLayout, lower_matrix_dot
 from .scalar_ops import to_compute
 
 
@@ -21,6 +22,8 @@ def lower_dot(self, op):
     for cls in type(enc).__mro__:   # the target's own matrix layouts lower through its own function
         if cls in lowerings:
             return lowerings[cls](self, op)
+    if isinstance(enc, MatrixLayout):   # a matrix instruction the target declared as data
+        return lower_matrix_dot(self, op)
     if isinstance(enc, NvidiaMmaEncoding):
         shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
         if enc.version_major == 3 and shared[1] is not None:

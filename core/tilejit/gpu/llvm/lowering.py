@@ -309,7 +309,6 @@ class FunctionLowering(TensorOps):
         cond_op = before.ops[-1]
         forwarded = [self.get(v) for v in cond_op.operands[1:]]
         self.b.cbranch(self.get(cond_op.operands[0])[0], body_bb, exit_bb)
-        cond_block = self.b.block
         self.b.position_at_end(body_bb)
         for arg, vals in zip(after.args, forwarded):
             self.set(arg, vals)
@@ -322,7 +321,6 @@ class FunctionLowering(TensorOps):
                 p.add_incoming(v, latch)
         self.b.branch(header)
         self.b.position_at_end(exit_bb)
-        del cond_block
         for r, vals in zip(op.results, forwarded):
             self.set(r, vals)
 
