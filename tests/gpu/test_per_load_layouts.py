@@ -13,7 +13,7 @@ from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
 from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
 from tilejit.gpu.llvm import lower_module
-from tilejit.gpu.pipeline import PIPELINED, loop_pipeline
+from tilejit_nvidia.pipeline import PIPELINED, loop_pipeline
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir
 from tilejit_nvidia.isa import NvidiaISA
 

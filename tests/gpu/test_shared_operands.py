@@ -3,7 +3,7 @@ register of the mma.sync operand layout must receive the tile element its layout
 import pytest
 
 from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
-from tilejit.gpu.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
+from tilejit_nvidia.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
 
 
 def _simulate(shape, op_idx, inner, warps):

@@ -43,7 +43,8 @@ class CUDABackend(GPUBackend):
 
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
-        from tilejit.gpu.ttgir import Pipeline, ttgir_passes
+        from tilejit.gpu.ttgir import ttgir_passes
+        from .pipeline import Pipeline
         arch = self.target.arch
         # The core's layout passes (dots take the matrix units `NvidiaISA.matrix_units` lists), then,
         # where cp.async exists, the multi-buffering of the loads that feed the dots.

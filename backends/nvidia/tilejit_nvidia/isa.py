@@ -47,6 +47,17 @@ class NvidiaISA(TargetDescription):
         return _max_shared_bytes(self.arch)
 
     @property
+    def dot_lowerings(self):
+        from tilejit.gpu.layouts import NvidiaMmaEncoding
+        from .mma_sync import lower_nvidia_dot
+        return {NvidiaMmaEncoding: lower_nvidia_dot}
+
+    @property
+    def lowering_mixin(self):
+        from .lowering import NvidiaLowering
+        return NvidiaLowering
+
+    @property
     def matrix_units(self):
         from .matrix_units import MmaSync, Wgmma
         if self.arch >= 90:

@@ -10,7 +10,8 @@ description, not a change to the core. Most of it is data:
   one dot, which result layout it gives (its register layout is a linear layout, `linear_layout.py`);
   `accelerate-matmul` takes the first that accepts the dot, else the FMA dot;
 - `encoding_kinds`: the layouts the backend adds to the TTGIR text (a dialect context, ir/dialect.py);
-- `dot_lowerings`: per layout class of a dot's result, the function that lowers that `tt.dot` to LLVM.
+- `dot_lowerings`: per layout class of a dot's result, the function that lowers that `tt.dot` to LLVM;
+  `lowering_mixin`: the target's own hooks in the lowering (pipelined loops, shared-memory operands).
 
 The rest are hooks, for what cannot be data: the triple, kernel marking, special registers,
 barriers, shuffles, async copies, matrix loads, math symbols, printf.
@@ -94,6 +95,12 @@ class TargetDescription(abc.ABC):
     def dot_lowerings(self) -> Dict[type, Callable]:
         """Layout class of a dot's result -> fn(lowering, op) that lowers the dot (else FMA)."""
         return {}
+
+    @property
+    def lowering_mixin(self) -> Optional[type]:
+        """A class mixed into the core's `FunctionLowering` to fill its hooks (`lower_pipelined_for`,
+        `dot_operand_plan`, `convert_to_dot_operand`); None: the core's defaults."""
+        return None
 
     # -- kernels -------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -10,15 +10,15 @@ passes to the next is in the IR (`layout_passes.py`):
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
    runs along dim 1); the widest access of each rank also gives the default layout of that rank.
-2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v3 (wgmma
-   m64nNk16, `_wgmma_fits`) on sm_90 for a loop's dot whose B is loaded there, m64 blocks per
-   warpgroup, else MMA v2 (mma.sync m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA
-   dot); loop-carried accumulators
-   keep that layout across iterations.
+2. `tritongpu-accelerate-matmul`: each `tt.dot` gets the result layout of the first of the target's
+   `matrix_units` (`target.py`; the backend's policy, e.g. wgmma then mma.sync on sm_90) that
+   accepts it, else the blocked layout (FMA dot); loop-carried accumulators keep that layout across
+   iterations.
    Then the dot layouts flow forward (`tritongpu-propagate-dot-layouts`, as Triton's
    RemoveLayoutConversions): elementwise ops, reductions, expand_dims/broadcast and loop-carried
-   values fed by an MMA result keep the MMA layout (or its slice), so attention's softmax runs on
-   the accumulator registers instead of converting every tile through shared memory.
+   values fed by a dot result whose layout `keeps_in_registers` keep it (or its slice), so
+   attention's softmax runs on the accumulator registers instead of converting every tile through
+   shared memory.
 3. `tritongpu-assign-layouts`: a backward walk gives each value the layout its users want
    (expand_dims wants a slice of its result's layout, broadcast the same layout, elementwise ops
    propagate), so index tensors are born in the right layout; then a forward walk writes the
@@ -26,8 +26,9 @@ passes to the next is in the IR (`layout_passes.py`):
    (reduction results are slices, dot operands are dot-operand layouts).
 4. `tritongpu-rematerialize-indices` (`rematerialize.py`): conversions of cheap index arithmetic
    become a second computation in the wanted layout.
-5. `tritongpu-hoist-conversions` and `tritongpu-pipeline` (`pipeline.py`): loop-invariant conversions
-   leave their loops; the loads feeding mma.sync dots are marked for multi-buffered cp.async.
+5. `tritongpu-hoist-conversions` (`hoist.py`): loop-invariant conversions leave their loops.
+A backend builds its list from `ttgir_passes(cfg)` in `add_stages` and may add its own (NVIDIA:
+`tritongpu-pipeline`, multi-buffered cp.async for the loads that feed its dots).
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ from .. import ir
 from ..errors import CompilationError
 from ..passes.base import PassManager
 from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
-from .pipeline import hoist_invariant_conversions, pipeline_loops
+from .hoist import hoist_invariant_conversions
 from .rematerialize import rematerialize_indices
 from .target import TargetDescription
 from .tensor_pointers import rewrite_tensor_pointers
 
-__all__ = ["GPUConfig", "Pipeline", "check_num_warps", "make_ttgir", "ttgir_passes", "default_blocked"]
+__all__ = ["GPUConfig", "check_num_warps", "make_ttgir", "ttgir_passes", "default_blocked"]
 
 # The TTGIR dumps are numbered from here, after the TTIR passes' (00-input, 01-..).
 FIRST_DUMP_INDEX = 50
@@ -85,19 +86,6 @@ class HoistConversions:
     def apply(self, module: ir.Module) -> None:
         for func in module.functions:
             hoist_invariant_conversions(func)
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """Multi-buffer the loads that feed matrix-unit dots (targets with async copies): `num_stages`
-    buffers (a loop's `tl.range(num_stages=)` wins), as many as fit in `shared_memory` bytes."""
-    num_stages: int
-    shared_memory: int
-    name: str = "tritongpu-pipeline"
-
-    def apply(self, module: ir.Module) -> None:
-        for func in module.functions:
-            pipeline_loops(func, self.num_stages, self.shared_memory)
 
 
 def ttgir_passes(cfg: GPUConfig) -> List:

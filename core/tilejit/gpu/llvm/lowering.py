@@ -17,7 +17,6 @@ from ..axis_info import AxisAnalysis
 from ..isa import I32
 from ..target import TargetDescription
 from ..linear_layout import LinearLayout
-from ..pipeline import NUM_STAGES
 from .float_formats import constant_bits
 from .scalar_ops import ScalarLowering, is_storage_float, llvm_type
 from .tensor_ops import TensorOps
@@ -45,10 +44,9 @@ class FunctionLowering(TensorOps):
         self.warp_size = isa.warp_size
         self.scalar = ScalarLowering(isa, fp_fusion)
         self.vals: Dict[int, List] = {}
-        # mma.sync operands in shared memory that the dot reads k-step by k-step (shared_dot.py)
+        # Values a target's lowering reads lazily (dot operands in shared memory that the dot reads
+        # k-step by k-step): `get` reads them whole for any other user.
         self.lazy_operands: Dict[int, object] = {}
-        self.wgmma_operands: Dict[int, object] = {}   # dot operands left in shared memory (llvm/wgmma.py)
-        self.wgmma_in_flight: set = set()   # ids of wgmma dots that wait down to one group (shared_dot.py)
         self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0
@@ -224,7 +222,7 @@ class FunctionLowering(TensorOps):
         return pre, header, body_bb, exit_bb, iv, carried
 
     def lower_for(self, op: ir.Operation) -> None:
-        if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
+        if self.lower_pipelined_for(op):
             return
         lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
         inits = [self.get(v) for v in op.operand_group("inits")]
@@ -361,7 +359,9 @@ def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fu
     kernel = ttgir.functions[0] if ttgir.functions else None
     if kernel is None:
         raise CompilationError("the module has no kernel function")
-    lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir, fp_fusion)
+    mixin = isa.lowering_mixin   # the target's own hooks (pipelined loops, shared-memory operands)
+    cls = FunctionLowering if mixin is None else type(f"{mixin.__name__}Lowering", (mixin, FunctionLowering), {})
+    lowering = cls(module, kernel, isa, num_warps, ttgir, fp_fusion)
     fn = lowering.lower()
     lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma)
     text = str(module)

@@ -447,4 +447,16 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .convert import convert_through_shared   # noqa: E402
-    from .shared_dot import convert_to_dot_operand, dot_operand_plan, lower_pipelined_for   # noqa: E402
+
+    # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
+    def lower_pipelined_for(self, op) -> bool:
+        """Lower `op` (an scf.for) the target's own way; False: lower it as a plain loop."""
+        return False
+
+    def dot_operand_plan(self, src_type, dst_type):
+        """How the target converts `src_type` into the dot-operand layout `dst_type` itself; None: the
+        generic conversion through shared memory."""
+        return None
+
+    def convert_to_dot_operand(self, value, dst_type, how):   # pragma: no cover - only with a plan
+        raise NotImplementedError

@@ -1,12 +1,12 @@
-"""`tritongpu-pipeline`: software pipelining of the loads that feed mma.sync dots, and
-`tritongpu-hoist-conversions`: loop-invariant layout conversions moved out of loops.
+"""`tritongpu-pipeline` (NVIDIA, sm_80+): software pipelining of the loads that feed mma.sync and
+wgmma dots; the NVIDIA backend appends it to the core's TTGIR passes in `add_stages`.
 
 A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose only user is a
 `ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce, its `other` is
 zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
 and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
 values defined before the loop (the *address slice*). The pass only marks: the load gets
-`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`llvm/shared_dot.py`) then copies
+`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`shared_dot.py`) then copies
 the tiles of iterations i+1 .. i+S-1 into a ring of S swizzled shared-memory buffers with `cp.async`
 while iteration i reads its tile with `ldmatrix` (Triton's multi-buffering, as in its
 `tritongpu-pipeline` with `num_stages`).
@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Set
 
-from .. import ir
-from .axis_info import AxisAnalysis, vector_width
-from .layouts import DotOperandEncoding, NvidiaMmaEncoding
+from tilejit import ir
+from tilejit.gpu.axis_info import AxisAnalysis, vector_width
+from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
+
 from .shared_operands import SwizzledTile, plan_ldmatrix
 
 PIPELINED = "ttg.pipelined"
@@ -72,7 +73,7 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
 def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
     """(inner dim, elements per cp.async) of a load's pointer layout: the dim its registers run along
     in memory-contiguous vectors; (None, 1) when no vector of >= 4 bytes exists."""
-    from .llvm.convert import _run_length
+    from tilejit.gpu.llvm.convert import _run_length
     ptr = load.operands[0]
     mask = load.operand("mask")
     layout = ptr.type.encoding.to_linear(ptr.type.shape)
@@ -204,29 +205,14 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
         loop.attrs[NUM_STAGES] = stages
 
 
-def hoist_invariant_conversions(func: ir.Operation) -> None:
-    """Move each `ttg.convert_layout` whose operand is defined outside its loop to before the loop
-    (repeatedly, out of nested loops), so the conversion runs once instead of every iteration."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(func.walk()):
-            if op.name != "ttg.convert_layout" or op.parent is None:
-                continue
-            loop = op.parent.parent_op
-            if loop is None or loop.name not in ("scf.for", "scf.while"):
-                continue
-            if not _defined_outside(op.operands[0], loop):
-                continue
-            op.parent.ops.remove(op)
-            outer = loop.parent
-            outer.insert(outer.ops.index(loop), op)
-            changed = True
+@dataclass(frozen=True)
+class Pipeline:
+    """The pass: multi-buffer the loads that feed matrix-unit dots with `num_stages` buffers (a loop's
+    `tl.range(num_stages=)` wins), as many as fit in `shared_memory` bytes."""
+    num_stages: int
+    shared_memory: int
+    name: str = "tritongpu-pipeline"
 
-
-def _defined_outside(v: ir.Value, loop: ir.Operation) -> bool:
-    owner = v.owner
-    if isinstance(v, ir.BlockArgument):
-        holder = owner.parent_op
-        return holder is not loop and not (holder is not None and loop.is_ancestor_of(holder))
-    return isinstance(owner, ir.Operation) and not loop.is_ancestor_of(owner)
+    def apply(self, module: ir.Module) -> None:
+        for func in module.functions:
+            pipeline_loops(func, self.num_stages, self.shared_memory)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from .linear_layout import LinearLayout
+from tilejit.gpu.linear_layout import LinearLayout
 
 CHUNK_BYTES = 16
 
