@@ -11,7 +11,8 @@ import tilejit
 from tilejit import ir
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
+from tilejit.gpu.layouts import BlockedEncoding, SliceEncoding
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
 from tilejit.gpu.llvm import lower_module
 from tilejit_nvidia.pipeline import PIPELINED, loop_pipeline
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir

@@ -7,7 +7,8 @@ import pytest
 
 from tilejit import ir
 from tilejit.gpu import layout_passes as lp
-from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
+from tilejit.gpu.layouts import BlockedEncoding, SliceEncoding
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
 from tilejit.gpu.ttgir import FIRST_DUMP_INDEX, GPUConfig, make_ttgir, ttgir_passes
 from tilejit.passes import PassManager
 from tilejit_nvidia.isa import NvidiaISA

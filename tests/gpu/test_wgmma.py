@@ -13,7 +13,10 @@ import tilejit
 import tilejit.language as tl
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
+from tilejit import ir
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
+
+parse_encoding = ir.default_context().parse_encoding
 from tilejit_nvidia.shared_operands import IntArith, WgmmaTile, descriptor_bits
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -41,6 +41,11 @@ class CUDABackend(GPUBackend):
         from .isa import NvidiaISA
         return NvidiaISA(self.target.arch, self.target.warp_size)
 
+    @classmethod
+    def encoding_kinds(cls) -> dict:
+        from .layouts import ENCODING_KINDS
+        return ENCODING_KINDS
+
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
         from tilejit.gpu.ttgir import ttgir_passes

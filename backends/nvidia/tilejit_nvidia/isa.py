@@ -47,8 +47,13 @@ class NvidiaISA(TargetDescription):
         return _max_shared_bytes(self.arch)
 
     @property
+    def encoding_kinds(self):
+        from .layouts import ENCODING_KINDS
+        return ENCODING_KINDS
+
+    @property
     def dot_lowerings(self):
-        from tilejit.gpu.layouts import NvidiaMmaEncoding
+        from .layouts import NvidiaMmaEncoding
         from .mma_sync import lower_nvidia_dot
         return {NvidiaMmaEncoding: lower_nvidia_dot}
 

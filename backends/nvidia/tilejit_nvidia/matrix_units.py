@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from tilejit import ir
-from tilejit.gpu.layouts import NvidiaMmaEncoding
+from .layouts import NvidiaMmaEncoding
 from tilejit.gpu.target import DotSite, MatrixUnit
 
 

@@ -18,8 +18,9 @@ from typing import List, Optional, Set
 
 from tilejit import ir
 from tilejit.gpu.axis_info import AxisAnalysis, vector_width
-from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
+from tilejit.gpu.layouts import DotOperandEncoding
 
+from .layouts import NvidiaMmaEncoding
 from .shared_operands import SwizzledTile, plan_ldmatrix
 
 PIPELINED = "ttg.pipelined"

@@ -169,7 +169,9 @@ def _feeds_only_dots(value) -> bool:
 def dot_operand_plan(self, src_type, dst_type):
     """(tile, plan) for converting `src_type` into the mma.sync operand `dst_type` through a swizzled
     tile, or None when ldmatrix cannot be used (then the generic conversion runs)."""
-    from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
+    from tilejit.gpu.layouts import DotOperandEncoding
+
+    from .layouts import NvidiaMmaEncoding
     enc = dst_type.encoding
     if (not isinstance(enc, DotOperandEncoding) or not isinstance(enc.parent, NvidiaMmaEncoding)
             or src_type.rank != 2 or not self.isa.supports_async_copy):
@@ -251,7 +253,7 @@ def _wgmma_converts(self, pipe):
     """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory
     through descriptors: B when it is pipelined, feeds only dots and fits the 128B-swizzled tile;
     A too when the same holds for it (else the dot reads A from registers)."""
-    from tilejit.gpu.layouts import NvidiaMmaEncoding
+    from .layouts import NvidiaMmaEncoding
     by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)}
 
     def fitting(value):

@@ -12,7 +12,7 @@ one too, or four registers of the A fragment (attention's P, which never leaves 
 or `wgmma.wait_group 1` for a dot the pipelined loop keeps in flight (`shared_dot`): its results
 are then complete only after the next iteration's wait, or the loop exit's `wait_for_wgmma(.., 0)`.
 
-The accumulator lives in the registers of the version-3 layout (`layouts.NvidiaMmaEncoding`), in
+The accumulator lives in the registers of the version-3 layout (`tilejit_nvidia/layouts.py`), in
 the order of the PTX ISA's D fragment: d[4j + {0,1,2,3}] = (r, 8j+c), (r, 8j+c+1), (r+8, 8j+c),
 (r+8, 8j+c+1) with r = 16 * warp-in-group + lane / 4, c = 2 * (lane % 4).
 """

@@ -49,7 +49,7 @@ def _is_tensor(v) -> bool:
     return isinstance(v.type, ir.TensorType)
 
 
-def _mma_derived(enc) -> bool:
+def _kept_in_registers(enc) -> bool:
     """A matrix layout that `keeps_in_registers` or a slice of one: layouts worth keeping (leaving one
     costs a trip through shared memory; blocked layouts of loads are cheap to recreate)."""
     while isinstance(enc, SliceEncoding):
@@ -256,7 +256,7 @@ class _PropagateDotLayouts(_Layouts):
 
     def _flowing_of(self, v: ir.Value):
         enc = self.fixed.get(id(v)) or self.flowing.get(id(v))
-        return enc if _mma_derived(enc) else None
+        return enc if _kept_in_registers(enc) else None
 
     def _flow_into(self, v: ir.Value, enc) -> None:
         if enc is not None and _is_tensor(v) and id(v) not in self.fixed and enc.rank == v.type.rank:
