@@ -5,8 +5,6 @@ stages, puts the core's `ttir` stage first, lets plugins edit the stage table, a
 it (docs/internals.md, "Stages and the compile driver"). Results are cached in memory per process and
 on disk (`tilejit.runtime.cache`), keyed by everything that can change the generated code.
 
-The other parts of the core are reached through the small `_...` accessors below, imported lazily:
-importing the driver stays cheap, and tests can replace one collaborator at a time.
 """
 from __future__ import annotations
 
@@ -17,35 +15,37 @@ import os
 import threading
 import warnings
 
+from tilejit import backends, ir, plugins
+from tilejit.config import knobs
 from tilejit.errors import CompilationError, TilejitError
+from tilejit.passes.pipeline import run_ttir_passes
 
 __all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid"]
 
 
-# --- collaborators (lazy imports) ---------------------------------------------------------------
+# --- collaborators ------------------------------------------------------------------------------
+# Small functions, not names imported into callers: the runtime asks them, tests replace them.
 
 def _backends():
-    return importlib.import_module("tilejit.backends")
+    return backends
 
 
 def _knobs():
-    return importlib.import_module("tilejit.config").knobs
+    return knobs
 
 
 def _cache_manager(key: str):
-    return importlib.import_module("tilejit.runtime.cache").get_cache_manager(key)
+    # Imported here: the runtime package imports this module (its @jit compiles through it).
+    from tilejit.runtime.cache import get_cache_manager
+    return get_cache_manager(key)
 
 
 def _plugin_manager():
-    return importlib.import_module("tilejit.plugins").get_plugin_manager()
+    return plugins.get_plugin_manager()
 
 
 def _run_ttir_passes(module, options):
-    return importlib.import_module("tilejit.passes.pipeline").run_ttir_passes(module, options)
-
-
-def _print_module(module) -> str:
-    return importlib.import_module("tilejit.ir").print_module(module)
+    return run_ttir_passes(module, options)
 
 
 _version_cache: list = []
@@ -156,8 +156,8 @@ def _to_artifact(stage: str, output, kernel: str):
         return output
     if isinstance(output, bytearray):
         return bytes(output)
-    if isinstance(output, importlib.import_module("tilejit.ir").Module):
-        return _print_module(output)
+    if isinstance(output, ir.Module):
+        return ir.print_module(output)
     raise CompilationError(f"stage '{stage}' returned a {type(output).__name__}; a stage must return an "
                            "ir.Module, a str or bytes", kernel=kernel)
 

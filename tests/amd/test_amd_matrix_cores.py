@@ -3,7 +3,7 @@
 Three levels: (1) the accumulator and operand layouts place every element (exactly once, or with
 the replication the hardware needs); (2) the per-lane data movement that the lowering emits,
 simulated in NumPy against a model of each instruction written from the ISA tables (element ->
-lane/register, the inverse direction of `amd_layouts.py`), computes A @ B + C; (3) real kernels
+lane/register, the inverse direction of `tilejit_amd/matrix_cores.py`), computes A @ B + C; (3) real kernels
 compile to verified LLVM and AMDGCN that contains the MFMA/WMMA instruction.
 """
 from __future__ import annotations
@@ -20,10 +20,10 @@ from amd_support import requires_lld
 from tilejit import ir
 from tilejit.compiler import compile as tj_compile
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.amd_layouts import (INSTRUCTIONS, AmdMfmaEncoding, AmdWmmaEncoding, MatrixInstr,
+from tilejit_amd.matrix_cores import (INSTRUCTIONS, AmdMfmaEncoding, AmdWmmaEncoding, MatrixInstr,
                                      select_matrix_core, spread_warps)
-from tilejit.gpu.layouts import DotOperandEncoding, parse_encoding
-from tilejit.gpu.llvm.dot_amd import matrix_core_plan
+from tilejit.gpu.layouts import DotOperandEncoding
+from tilejit_amd.matrix_core_dot import matrix_core_plan
 
 WARP_SIZE = {"mfma": 64, "wmma1": 32, "wmma2": 32}
 
@@ -77,7 +77,7 @@ def test_mfma_32x32_accumulator_matches_the_isa_table():
     "#ttg.dot_op<{opIdx = 1, parent = #ttg.amd_wmma<{version = 2, warpsPerCTA = [1, 2], kWidth = 8}>, kWidth = 8}>",
 ])
 def test_encodings_print_and_parse_back(text):
-    assert str(parse_encoding(text)) == text
+    assert str(ir.default_context().parse_encoding(text)) == text
 
 
 # ------------------------------------------------------- (2) simulated per-lane data movement

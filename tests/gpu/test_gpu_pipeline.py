@@ -10,7 +10,7 @@ import tilejit
 import tilejit.language as tl
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.pipeline import NUM_STAGES, PIPELINED, loop_pipeline
+from tilejit_nvidia.pipeline import NUM_STAGES, PIPELINED, loop_pipeline
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 

@@ -4,8 +4,10 @@ from collections import Counter
 import pytest
 
 from tilejit import ir
-from tilejit.gpu.layouts import (BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding,
-                                 parse_encoding)
+from tilejit.gpu.layouts import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
+
+parse_encoding = ir.default_context().parse_encoding
 
 
 def _counts(layout):

@@ -14,14 +14,14 @@ from toolchain_paths import filecheck, needs_ptxas
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
-def ttgir(name, num_warps=4, warp_size=32, mma=2):
+def ttgir(name, num_warps=4, isa=None):
+    """The core's TTGIR passes for `isa` (default sm_80: mma.sync; sm_75 has no matrix unit)."""
     module = ir.parse_module(open(os.path.join(DATA, name + ".ttir")).read())
-    return make_ttgir(module, GPUConfig(num_warps, warp_size, 3, mma))
+    return make_ttgir(module, GPUConfig(num_warps, isa or NvidiaISA(80, 32)))
 
 
 def llvm_ir(name, isa):
-    mma = 2 if isinstance(isa, NvidiaISA) and isa.arch >= 80 else 0   # AMD: FMA dot (MFMA not yet)
-    text, md = lower_module(ttgir(name, 4, isa.warp_size, mma), isa, 4)
+    text, md = lower_module(ttgir(name, 4, isa), isa, 4)
     llvm.parse_assembly(text).verify()
     return text, md
 
@@ -51,7 +51,7 @@ def test_matmul_gets_mma_and_dot_operand_layouts():
 
 
 def test_fma_dot_without_mma():
-    text = ir.print_module(ttgir("matmul", mma=0), with_locations=False)
+    text = ir.print_module(ttgir("matmul", isa=NvidiaISA(75, 32)), with_locations=False)
     assert "nvidia_mma" not in text and "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked" in text
 
 

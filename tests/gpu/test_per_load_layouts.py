@@ -10,9 +10,10 @@ import tilejit
 from tilejit import ir
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.layouts import BlockedEncoding, NvidiaMmaEncoding, SliceEncoding
+from tilejit.gpu.layouts import BlockedEncoding, SliceEncoding
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
 from tilejit.gpu.llvm import lower_module
-from tilejit.gpu.pipeline import PIPELINED, loop_pipeline
+from tilejit_nvidia.pipeline import PIPELINED, loop_pipeline
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir
 from tilejit_nvidia.isa import NvidiaISA
 from toolchain_paths import needs_ptxas, ptxas
@@ -89,7 +90,7 @@ def test_attention_spills_at_most_a_few_bytes(attention, tmp_path):
 
 def test_a_loop_carried_pointer_takes_its_load_layout():
     """Matmul's `a_ptrs += BK`: the carried pointer is in the load's layout (no pointer conversion)."""
-    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "matmul.ttir")).read()), GPUConfig(4, 32, 3, 2))
+    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "matmul.ttir")).read()), GPUConfig(4, NvidiaISA(80, 32)))
     loop = next(op for op in module.functions[0].walk() if op.name == "scf.for")
     body = loop.regions[0].blocks[0]
     for load in (op for op in body.ops if op.name == "tt.load"):
@@ -99,7 +100,7 @@ def test_a_loop_carried_pointer_takes_its_load_layout():
 
 
 def test_pointer_tensors_convert_through_shared_memory():
-    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "vadd.ttir")).read()), GPUConfig(4, 32, 3, 2))
+    module = make_ttgir(ir.parse_module(open(os.path.join(DATA, "vadd.ttir")).read()), GPUConfig(4, NvidiaISA(80, 32)))
     func = module.functions[0]
     load = next(op for op in func.walk() if op.name == "tt.load")
     ptr = load.operands[0]

@@ -2,8 +2,9 @@
 register of the mma.sync operand layout must receive the tile element its layout coordinates name."""
 import pytest
 
-from tilejit.gpu.layouts import DotOperandEncoding, NvidiaMmaEncoding
-from tilejit.gpu.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
+from tilejit.gpu.layouts import DotOperandEncoding
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
+from tilejit_nvidia.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
 
 
 def _simulate(shape, op_idx, inner, warps):

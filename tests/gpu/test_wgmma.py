@@ -11,8 +11,11 @@ import pytest
 import tilejit
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
-from tilejit.gpu.layouts import NvidiaMmaEncoding, parse_encoding
-from tilejit.gpu.shared_operands import IntArith, WgmmaTile, descriptor_bits
+from tilejit import ir
+from tilejit_nvidia.layouts import NvidiaMmaEncoding
+
+parse_encoding = ir.default_context().parse_encoding
+from tilejit_nvidia.shared_operands import IntArith, WgmmaTile, descriptor_bits
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_gpu_pipeline import D16, MATMUL_SIGNATURE, _compile, _matmul  # noqa: E402
@@ -175,7 +178,7 @@ def test_copies_predicate_through_ignore_src(wgmma_matmul):
 
 def test_copy_addresses_are_one_register_plus_constants():
     from tilejit.gpu.layouts import BlockedEncoding
-    from tilejit.gpu.llvm.shared_dot import _constant_tile_deltas
+    from tilejit_nvidia.shared_dot import _constant_tile_deltas
     # matmul's A tile (128 x 64 fp16, 8 warps): a thread copies rows r, r+32, r+64, r+96, whose
     # 128B swizzle is the same (r % 8), so the copies are 32 rows of 64 elements apart everywhere.
     layout = BlockedEncoding((1, 8), (4, 8), (8, 1), (1, 0)).to_linear((128, 64))

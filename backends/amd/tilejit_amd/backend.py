@@ -15,6 +15,7 @@ class HIPOptions(BaseOptions):
 
 class HIPBackend(GPUBackend):
     name = "hip"
+    api_version = 2
     options_class = HIPOptions
 
     @staticmethod
@@ -33,11 +34,17 @@ class HIPBackend(GPUBackend):
         from .isa import AmdISA
         return AmdISA(self.target.arch, self.target.warp_size)
 
+    @classmethod
+    def encoding_kinds(cls) -> dict:
+        from .matrix_cores import ENCODING_KINDS
+        return ENCODING_KINDS
+
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
+        from tilejit.gpu.ttgir import ttgir_passes
         arch = self.target.arch
-        # The shared TTGIR passes, told the arch so that `tt.dot` can use MFMA/WMMA (amd_layouts.py).
-        self.add_gpu_stages(stages, options, amd_arch=arch)
+        # The core's layout passes; `tt.dot` takes MFMA/WMMA where `AmdISA.matrix_units` allows.
+        self.add_gpu_stages(stages, options, ttgir_passes(self.layout_config(options)))
 
         def amdgcn(src, md):
             # One O3 run gives the assembly and the hsaco; the hsaco is kept for the next stage.

@@ -6,7 +6,8 @@ from typing import Optional, Tuple
 
 import llvmlite.ir as llir
 
-from tilejit.gpu.isa import I32, TargetISA, add_string_attribute, call_intrinsic, type_suffix
+from tilejit.gpu.isa import I32, add_string_attribute, call_intrinsic, type_suffix
+from tilejit.gpu.target import TargetDescription
 
 from tilejit_amd import device_math
 from tilejit_amd.printf_runtime import emit_printf
@@ -24,9 +25,32 @@ _INTRINSICS = {
 }
 
 
-class AmdISA(TargetISA):
+class AmdISA(TargetDescription):
+    """The AMD GPU target description: LDS size and matrix cores per arch (targets.py,
+    matrix_cores.py), and the AMDGPU hooks."""
     triple = "amdgcn-amd-amdhsa"
     data_layout = ""   # the toolchain's target machine supplies it
+
+    @property
+    def shared_memory(self) -> int:
+        from .targets import lds_limit
+        return lds_limit(self.arch)
+
+    @property
+    def matrix_units(self):
+        from .matrix_cores import AmdMatrixCores
+        return (AmdMatrixCores(self.arch),)
+
+    @property
+    def encoding_kinds(self):
+        from .matrix_cores import ENCODING_KINDS
+        return ENCODING_KINDS
+
+    @property
+    def dot_lowerings(self):
+        from .matrix_core_dot import lower_amd_dot
+        from .matrix_cores import AmdMatrixEncoding
+        return {AmdMatrixEncoding: lower_amd_dot}
 
     def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
         func.calling_convention = "amdgpu_kernel"

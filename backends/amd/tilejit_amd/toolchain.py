@@ -243,11 +243,9 @@ def lld_version(path: str) -> tuple[int, ...] | None:
 
 
 def _configured_lld() -> str | None:
-    try:
-        from tilejit.config import knobs
-        return knobs.lld
-    except ImportError:  # an older core without the knob: read the variable directly
-        return os.environ.get("TILEJIT_LLD") or None
+    """`TILEJIT_LLD`, through `tilejit.config.knobs`."""
+    from tilejit.config import knobs
+    return knobs.lld or None
 
 
 # Where distributions keep versioned LLVM installs (Debian/Ubuntu: /usr/lib/llvm-19/bin/ld.lld).

@@ -23,6 +23,7 @@ class CUDAOptions(BaseOptions):
 
 class CUDABackend(GPUBackend):
     name = "cuda"
+    api_version = 2
     options_class = CUDAOptions
 
     @staticmethod
@@ -40,10 +41,22 @@ class CUDABackend(GPUBackend):
         from .isa import NvidiaISA
         return NvidiaISA(self.target.arch, self.target.warp_size)
 
+    @classmethod
+    def encoding_kinds(cls) -> dict:
+        from .layouts import ENCODING_KINDS
+        return ENCODING_KINDS
+
     def add_stages(self, stages: dict, options) -> None:
         from . import toolchain
+        from tilejit.gpu.ttgir import ttgir_passes
+        from .pipeline import Pipeline
         arch = self.target.arch
-        self.add_gpu_stages(stages, options, mma_version=3 if arch >= 90 else 2 if arch >= 80 else 0)
+        # The core's layout passes (dots take the matrix units `NvidiaISA.matrix_units` lists), then,
+        # where cp.async exists, the multi-buffering of the loads that feed the dots.
+        passes = ttgir_passes(self.layout_config(options))
+        if self.isa.supports_async_copy:
+            passes.append(Pipeline(options.num_stages, self.isa.shared_memory))
+        self.add_gpu_stages(stages, options, passes)
         stages["ptx"] = lambda src, md: toolchain.llir_to_ptx(src, arch, options.ptx_features or None)
         stages["cubin"] = lambda src, md: toolchain.ptx_to_cubin(src, arch)
 

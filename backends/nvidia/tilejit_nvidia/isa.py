@@ -5,7 +5,8 @@ from typing import Optional, Tuple
 
 import llvmlite.ir as llir
 
-from tilejit.gpu.isa import I32, TargetISA, add_string_attribute, call_intrinsic, type_suffix
+from tilejit.gpu.isa import I32, add_string_attribute, call_intrinsic, type_suffix
+from tilejit.gpu.target import TargetDescription
 
 # math op -> libdevice base name; f32 adds the `f` suffix (`__nv_expf`), f64 uses the bare name.
 _LIBDEVICE = {
@@ -35,9 +36,38 @@ def _max_shared_bytes(arch: int) -> int:
     return 99 * 1024
 
 
-class NvidiaISA(TargetISA):
+class NvidiaISA(TargetDescription):
+    """The NVIDIA GPU target description: shared memory and matrix units per sm arch, and the NVPTX
+    hooks (special registers, barriers, shuffles, cp.async, ldmatrix, libdevice math, printf)."""
     triple = "nvptx64-nvidia-cuda"
     data_layout = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+    @property
+    def shared_memory(self) -> int:
+        return _max_shared_bytes(self.arch)
+
+    @property
+    def encoding_kinds(self):
+        from .layouts import ENCODING_KINDS
+        return ENCODING_KINDS
+
+    @property
+    def dot_lowerings(self):
+        from .layouts import NvidiaMmaEncoding
+        from .mma_sync import lower_nvidia_dot
+        return {NvidiaMmaEncoding: lower_nvidia_dot}
+
+    @property
+    def lowering_mixin(self):
+        from .lowering import NvidiaLowering
+        return NvidiaLowering
+
+    @property
+    def matrix_units(self):
+        from .matrix_units import MmaSync, Wgmma
+        if self.arch >= 90:
+            return (Wgmma(), MmaSync())
+        return (MmaSync(),) if self.arch >= 80 else ()
 
     def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
         func.calling_convention = "ptx_kernel"

@@ -35,14 +35,9 @@ PIP_HINT = "pip install nvidia-cuda-nvcc (ptxas), or pip install cuda-bindings n
 # --------------------------------------------------------------------------------------------
 
 def _ptxas_knob() -> str | None:
-    """`TILEJIT_PTXAS`, through `tilejit.config.knobs` when the core has it, else the environment."""
-    try:
-        from tilejit.config import knobs
-        value = getattr(knobs, "ptxas", None)
-    except ImportError:
-        # The core's config module is written in parallel; until it lands read the variable here.
-        value = os.environ.get("TILEJIT_PTXAS")
-    return str(value) if value else None
+    """`TILEJIT_PTXAS`, through `tilejit.config.knobs`."""
+    from tilejit.config import knobs
+    return str(knobs.ptxas) if knobs.ptxas else None
 
 
 def _nvidia_wheel_dirs() -> list[str]:

@@ -20,8 +20,12 @@ from tilejit.backends.gpu_target import GPUTarget
 from tilejit.runtime.launch_abi import normalize_grid  # noqa: F401 (part of the backend API; the ABI owns it)
 
 # Bumped when the backend interface changes incompatibly; a plugin built for another version is
-# reported as broken instead of failing in the middle of a compilation.
-API_VERSION = 1
+# reported as broken instead of failing in the middle of a compilation. A backend states the version
+# it was written for (`api_version = N` in its class) and pins the core versions that provide it in
+# its pyproject (`tilejit>=0.2,<0.3` for version 2).
+# 2: GPU backends hand the core a `TargetDescription` (gpu/target.py) and build their TTGIR pass list
+#    in `add_stages`; `encoding_kinds()` declares a backend's TTGIR layouts.
+API_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,12 @@ class BaseBackend(abc.ABC):
     def hash(self) -> str:
         """This backend's part of the cache key; subclasses add their toolchain versions."""
         return f"{self.name}:{self.target}:api{self.api_version}"
+
+    @classmethod
+    def encoding_kinds(cls) -> dict:
+        """Tensor layouts this backend adds to the TTGIR text: kind (`x` in `#ttg.x<{...}>`) ->
+        fn(fields) -> encoding; the parser's default dialect context includes them."""
+        return {}
 
     @abc.abstractmethod
     def add_stages(self, stages: dict, options) -> None:

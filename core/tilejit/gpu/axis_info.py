@@ -68,7 +68,7 @@ class AxisAnalysis:
                     continue
                 body = op.regions[0].blocks[0]
                 for k, arg in enumerate(body.args[1:]):
-                    met = _meet(self.info(op.operands[3 + k]), self.info(body.ops[-1].operands[k]))
+                    met = _meet(self.info(op.operand_group("inits")[k]), self.info(body.ops[-1].operands[k]))
                     if self.loop_args.get(id(arg)) != met:
                         self.loop_args[id(arg)] = met
                         changed = True
@@ -92,7 +92,7 @@ class AxisAnalysis:
                 self.infos[id(body.args[0])] = AxisInfo((1,), (gcd(lower.divisibility[0], step.divisibility[0]),),
                                                         (1,))
                 for k, arg in enumerate(body.args[1:]):
-                    self.infos[id(arg)] = self.loop_args.get(id(arg), self.info(op.operands[3 + k]))
+                    self.infos[id(arg)] = self.loop_args.get(id(arg), self.info(op.operand_group("inits")[k]))
             self._visit(op)
 
     def info(self, v: ir.Value) -> AxisInfo:

@@ -1,6 +1,8 @@
-"""`GPUBackend`: what the NVIDIA and AMD backends share.
+"""`GPUBackend`: what the GPU backends share.
 
-Both drive the same pipeline (TTIR -> TTGIR -> LLVM IR, `stages.py`) and both talk to their device
+Each drives the same pipeline (TTIR -> TTGIR -> LLVM IR, `stages.py`) with its own TTGIR pass list
+(built in its `add_stages`) and its own target description (`self.isa`, a `TargetDescription`); each
+talks to its device
 through a driver object with the same methods (`is_active`, `inactive_reason`, `get_current_target`,
 `owns`, `get_benchmarker`) and to their tools through a `toolchain` module with `toolchain_status()`.
 A subclass names its driver and toolchain and adds only its own stages, options and launcher.
@@ -38,12 +40,26 @@ class GPUBackend(BaseBackend):
         tools = self._tool_versions()
         return f"{super().hash()}:llvm{'.'.join(map(str, llvm.llvm_version_info))}" + (f":{tools}" if tools else "")
 
-    def add_gpu_stages(self, stages: dict, options, mma_version: int = 0, amd_arch: str = "") -> None:
-        """The `ttgir` and `llir` stages, shared by both GPU backends."""
+    def layout_config(self, options):
+        """The target-neutral passes' view of this compilation (its description and warps)."""
+        from .ttgir import GPUConfig
+        return GPUConfig(options.num_warps, self.isa)
+
+    def add_gpu_stages(self, stages: dict, options, ttgir_passes: list) -> None:
+        """The `ttgir` stage running this backend's `ttgir_passes`, and the `llir` stage."""
         from .stages import llir_stage, ttgir_stage
-        warp_size = self.target.warp_size
-        stages["ttgir"] = lambda src, md: ttgir_stage(src, md, options, warp_size, mma_version, amd_arch=amd_arch)
+        stages["ttgir"] = lambda src, md: ttgir_stage(src, md, options, self.isa, ttgir_passes)
         stages["llir"] = lambda src, md: llir_stage(src, md, options, self.isa)
+
+    def parse_options(self, options=None):
+        """As BaseBackend's, and num_warps must fit the target (a power of two, <= 1024 threads)."""
+        from tilejit.backends.errors import OptionsError
+        parsed = super().parse_options(options)
+        limit = self.isa.max_num_warps
+        if parsed.num_warps > limit:
+            raise OptionsError(f"num_warps must be a power of two no larger than {limit} on {self.target} "
+                               f"({limit * self.target.warp_size} threads), got {parsed.num_warps}")
+        return parsed
 
     # ---- device side: delegated to the driver --------------------------------------------------
     @classmethod

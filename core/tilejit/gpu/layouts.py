@@ -1,7 +1,7 @@
 """TTGIR encodings: how a tensor's elements are spread over the registers, lanes and warps of a CTA.
 
 Spelled and printed as in Triton's TTGIR (`#ttg.blocked<{sizePerThread = [4], ...}>`), inline in
-tensor types, and parsed back (registered with `ir.register_encoding_parser`). Every distributed
+tensor types, and parsed back (`ENCODING_KINDS`, through a dialect context: `ir/dialect.py`). Every distributed
 encoding answers `to_linear(shape)`: a `LinearLayout` that says, for (register, lane, warp), which
 element a thread holds. The lowering computes index math from it and tests check it is a bijection
 (or the replication the layout promises).
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 from ..errors import CompilationError
-from ..ir import register_encoding_parser
 from .linear_layout import LinearLayout, log2_exact, standard_bases
 
 
@@ -23,6 +22,11 @@ def _ints(values) -> str:
 
 class DistributedEncoding:
     """An encoding that places every element in some thread's registers."""
+    is_encoding = True   # printed and parsed as an attribute value too (ir/printer.py)
+    # A matrix unit's result layout worth keeping: the values computed from the dot stay in it
+    # (propagate-dot-layouts; leaving it costs a trip through shared memory) and a dot chained to
+    # this one borrows its warps.
+    keeps_in_registers = False
 
     def to_linear(self, shape) -> LinearLayout:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -106,44 +110,6 @@ class SliceEncoding(DistributedEncoding):
 
 
 @dataclass(frozen=True)
-class NvidiaMmaEncoding(DistributedEncoding):
-    """The accumulator of `mma.sync.m16n8k16` (version 2.0: per warp a 16x8 tile, 4 values a thread) or
-    of `wgmma.mma_async.m64nNk16` (version 3.0, instrShape [16, N, 16]: per warp 16xN, N/2 values)."""
-    version_major: int
-    version_minor: int
-    warps_per_cta: Tuple[int, ...]
-    instr_shape: Tuple[int, ...] = (16, 8)
-
-    def __post_init__(self):
-        object.__setattr__(self, "warps_per_cta", tuple(int(v) for v in self.warps_per_cta))
-        object.__setattr__(self, "instr_shape", tuple(int(v) for v in self.instr_shape))
-
-    @property
-    def rank(self) -> int:
-        return 2
-
-    def _warp_chunks(self, m_dim, n_dim):
-        return [("warp", n_dim, log2_exact(self.warps_per_cta[1])),
-                ("warp", m_dim, log2_exact(self.warps_per_cta[0]))]
-
-    def to_linear(self, shape) -> LinearLayout:
-        # c0,c1: row = lane/4, col = 2*(lane%4) + {0,1}; c2,c3: the same 8 rows further down.
-        chunks = [("register", 1, 1), ("lane", 1, 2), ("lane", 0, 3), ("register", 0, 1)]
-        if self.version_major == 3:
-            # wgmma m64nNk16 (PTX ISA, "register fragment of the accumulator D"): warp w of a
-            # warpgroup owns rows 16w..16w+15, and d[4j..4j+3] is the mma.sync fragment above for
-            # columns 8j..8j+7, so the N/8 column blocks come before the warps.
-            n_blocks = log2_exact(self.instr_shape[1] // 8, "wgmma instruction N")
-            chunks.append(("register", 1, n_blocks))
-        return _build(shape, chunks + self._warp_chunks(0, 1))
-
-    def __str__(self) -> str:
-        return (f"#ttg.nvidia_mma<{{versionMajor = {self.version_major}, versionMinor = "
-                f"{self.version_minor}, warpsPerCTA = {_ints(self.warps_per_cta)}, instrShape = "
-                f"{_ints(self.instr_shape)}}}>")
-
-
-@dataclass(frozen=True)
 class DotOperandEncoding(DistributedEncoding):
     """Operand `op_idx` (0 = A, 1 = B) of a dot whose result has layout `parent`."""
     op_idx: int
@@ -155,19 +121,9 @@ class DotOperandEncoding(DistributedEncoding):
         return self.parent.rank
 
     def to_linear(self, shape) -> LinearLayout:
-        if isinstance(self.parent, NvidiaMmaEncoding):
-            wpc = self.parent.warps_per_cta
-            if self.op_idx == 0:   # A (M x K): a0..a7 of m16n8k16
-                chunks = [("register", 1, 1), ("lane", 1, 2), ("lane", 0, 3), ("register", 0, 1),
-                          ("register", 1, 1), ("warp", None, log2_exact(wpc[1])),
-                          ("warp", 0, log2_exact(wpc[0]))]
-            else:                  # B (K x N): b0..b3
-                chunks = [("register", 0, 1), ("lane", 0, 2), ("lane", 1, 3), ("register", 0, 1),
-                          ("warp", 1, log2_exact(wpc[1])), ("warp", None, log2_exact(wpc[0]))]
-            return _build(shape, chunks)
         if isinstance(self.parent, BlockedEncoding):
             return self._fma_operand(shape)
-        if hasattr(self.parent, "operand_linear"):   # AMD MFMA/WMMA (amd_layouts.py)
+        if hasattr(self.parent, "operand_linear"):   # a matrix layout says where its operands live
             return self.parent.operand_linear(self.op_idx, shape)
         raise CompilationError(f"no dot operand layout for parent {self.parent}")
 
@@ -190,6 +146,7 @@ class DotOperandEncoding(DistributedEncoding):
 @dataclass(frozen=True)
 class SharedEncoding:
     """A tensor in shared memory (swizzled as Triton's `#ttg.swizzled_shared`)."""
+    is_encoding = True
     vec: int
     per_phase: int
     max_phase: int
@@ -205,14 +162,12 @@ class SharedEncoding:
 
 # ---------------------------------------------------------------------------------------- parsing
 
-# Encodings defined in other modules (amd_layouts.py): kind -> fn(fields) -> encoding.
-EXTRA_ENCODINGS: dict = {}
-
 _TOKEN = re.compile(r"\s*(#ttg\.[a-z_]+<|[A-Za-z_][A-Za-z0-9_]*|-?\d+|[{}\[\]=,>])")
 
 
 class _EncodingParser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, kinds: dict):
+        self.kinds = kinds
         self.tokens: List[str] = []
         pos = 0
         text = text.strip()
@@ -256,6 +211,8 @@ class _EncodingParser:
                     raise CompilationError(f"layout: expected ',' or ']', found '{tok}'")
         if re.fullmatch(r"-?\d+", tok):
             return int(tok)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):   # a name (a matrix instruction's)
+            return tok
         raise CompilationError(f"layout: unexpected '{tok}'")
 
     def encoding(self, head: str):
@@ -272,34 +229,28 @@ class _EncodingParser:
             if tok != ",":
                 raise CompilationError(f"layout: expected ',' or '}}', found '{tok}'")
         self.expect(">")
+        if kind not in self.kinds:
+            raise CompilationError(f"unknown layout #ttg.{kind}")
         try:
-            return _make(kind, fields)
+            return self.kinds[kind](fields)
         except KeyError as exc:
             raise CompilationError(f"layout #ttg.{kind} lacks the field {exc}") from None
 
 
-def _make(kind: str, f: dict):
-    if kind == "blocked":
-        return BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"])
-    if kind == "slice":
-        return SliceEncoding(f["dim"], f["parent"])
-    if kind == "nvidia_mma":
-        return NvidiaMmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f.get("instrShape", [16, 8]))
-    if kind == "dot_op":
-        return DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0))
-    if kind == "shared":
-        return SharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"])
-    if kind in EXTRA_ENCODINGS:
-        return EXTRA_ENCODINGS[kind](f)
-    raise CompilationError(f"unknown layout #ttg.{kind}")
+# The layouts core defines: kind -> fn(fields) -> encoding. A dialect context (ir/dialect.py) adds
+# the kinds the backends define (NVIDIA's and AMD's matrix layouts) beside these.
+ENCODING_KINDS = {
+    "blocked": lambda f: BlockedEncoding(f["sizePerThread"], f["threadsPerWarp"], f["warpsPerCTA"], f["order"]),
+    "slice": lambda f: SliceEncoding(f["dim"], f["parent"]),
+    "dot_op": lambda f: DotOperandEncoding(f["opIdx"], f["parent"], f.get("kWidth", 0)),
+    "shared": lambda f: SharedEncoding(f["vec"], f["perPhase"], f["maxPhase"], f["order"]),
+}
 
 
-def parse_encoding(text: str):
-    p = _EncodingParser(text)
+def parse_encoding(text: str, kinds: dict = ENCODING_KINDS):
+    """The `#ttg.<kind><{...}>` layout in `text`; `kinds` says how to build each kind."""
+    p = _EncodingParser(text, kinds)
     enc = p.encoding(p.next())
     if p.i != len(p.tokens):
         raise CompilationError(f"unexpected text after the layout '{text}'")
     return enc
-
-
-register_encoding_parser("#ttg.", parse_encoding)

@@ -81,7 +81,7 @@ class TensorPointerRewriter:
             if handler is not None and (op.name not in ("tt.load", "tt.store") or ir.is_block_ptr(op.operands[0].type)):
                 getattr(self, handler)(op)
                 continue
-            if op.name == "scf.for" and any(is_tensor_pointer(v.type) for v in op.operands[3:]):
+            if op.name == "scf.for" and any(is_tensor_pointer(v.type) for v in op.operand_group("inits")):
                 op = self.expand_for(op)
             elif any(is_tensor_pointer(r.type) for r in op.results) or (
                     op.name in ("scf.yield", "scf.condition", "tt.call", "tt.return")
@@ -221,7 +221,7 @@ class TensorPointerRewriter:
         old_body = op.regions[0].blocks[0]
         inits = list(op.operands[:3])
         groups: List[Optional[PointerFields]] = []
-        for init in op.operands[3:]:
+        for init in op.operand_group("inits"):
             if is_tensor_pointer(init.type):
                 f = self.get(init, op)
                 groups.append(f)

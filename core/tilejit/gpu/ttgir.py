@@ -1,22 +1,24 @@
 """TTIR -> TTGIR: give every tensor a layout (encoding), as Triton's ConvertTritonToTritonGPU,
 Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
 
-The passes, in order (each has a `name`, so a dump says which did what):
+The passes, in order: each is a pass of its own (a `name` and an `apply(module)`), run by the
+`PassManager`, which verifies and dumps the IR after each (`TILEJIT_DUMP_DIR`); what one pass
+passes to the next is in the IR (`layout_passes.py`):
 0. `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
    become tensors of pointers with masks.
 1. `tritongpu-coalesce-anchors`: the axis analysis gives each global load, store and atomic its own
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
    runs along dim 1); the widest access of each rank also gives the default layout of that rank.
-2. `tritongpu-accelerate-matmul`: each `tt.dot` gets its result layout: NVIDIA MMA v3 (wgmma
-   m64nNk16, `_wgmma_fits`) on sm_90 for a loop's dot whose B is loaded there, m64 blocks per
-   warpgroup, else MMA v2 (mma.sync m16n8k16) for f16/bf16 on sm_80+, else the blocked layout (FMA
-   dot); loop-carried accumulators
-   keep that layout across iterations.
+2. `tritongpu-accelerate-matmul`: each `tt.dot` gets the result layout of the first of the target's
+   `matrix_units` (`target.py`; the backend's policy, e.g. wgmma then mma.sync on sm_90) that
+   accepts it, else the blocked layout (FMA dot); loop-carried accumulators keep that layout across
+   iterations.
    Then the dot layouts flow forward (`tritongpu-propagate-dot-layouts`, as Triton's
    RemoveLayoutConversions): elementwise ops, reductions, expand_dims/broadcast and loop-carried
-   values fed by an MMA result keep the MMA layout (or its slice), so attention's softmax runs on
-   the accumulator registers instead of converting every tile through shared memory.
+   values fed by a dot result whose layout `keeps_in_registers` keep it (or its slice), so
+   attention's softmax runs on the accumulator registers instead of converting every tile through
+   shared memory.
 3. `tritongpu-assign-layouts`: a backward walk gives each value the layout its users want
    (expand_dims wants a slice of its result's layout, broadcast the same layout, elementwise ops
    propagate), so index tensors are born in the right layout; then a forward walk writes the
@@ -24,452 +26,87 @@ The passes, in order (each has a `name`, so a dump says which did what):
    (reduction results are slices, dot operands are dot-operand layouts).
 4. `tritongpu-rematerialize-indices` (`rematerialize.py`): conversions of cheap index arithmetic
    become a second computation in the wanted layout.
-5. `tritongpu-hoist-conversions` and `tritongpu-pipeline` (`pipeline.py`): loop-invariant conversions
-   leave their loops; the loads feeding mma.sync dots are marked for multi-buffered cp.async.
+5. `tritongpu-hoist-conversions` (`hoist.py`): loop-invariant conversions leave their loops.
+A backend builds its list from `ttgir_passes(cfg)` in `add_stages` and may add its own (NVIDIA:
+`tritongpu-pipeline`, multi-buffered cp.async for the loads that feed its dots).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import List
 
 from .. import ir
 from ..errors import CompilationError
-from ..ir import ops as op_registry
-from .axis_info import AxisAnalysis, access_order, vector_width
-from .amd_layouts import select_matrix_core
-from .layouts import BlockedEncoding, DotOperandEncoding, NvidiaMmaEncoding, SliceEncoding
-from .pipeline import hoist_invariant_conversions, pipeline_loops
+from ..passes.base import PassManager
+from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
+from .hoist import hoist_invariant_conversions
 from .rematerialize import rematerialize_indices
+from .target import TargetDescription
 from .tensor_pointers import rewrite_tensor_pointers
 
-# New TTGIR ops, appended to the registry (one line each).
-for _name, _traits in (("ttg.convert_layout", {"elementwise": False}),):
-    op_registry.OPS.setdefault(_name, op_registry.OpInfo(**_traits))
+__all__ = ["GPUConfig", "check_num_warps", "make_ttgir", "ttgir_passes", "default_blocked"]
+
+# The TTGIR dumps are numbered from here, after the TTIR passes' (00-input, 01-..).
+FIRST_DUMP_INDEX = 50
 
 
 @dataclass(frozen=True)
 class GPUConfig:
-    """What the layout passes need to know about the target."""
+    """One compilation's view of the target: its description (`target.py`) and the CTA's warps."""
     num_warps: int
-    warp_size: int
-    num_stages: int = 3
-    mma_version: int = 0   # 3: wgmma where it fits (sm_90); 2: NVIDIA mma.sync (sm_80+); 0: FMA only
-    amd_arch: str = ""     # AMD: the gfx arch whose MFMA/WMMA `tt.dot` may use (amd_layouts.py)
+    target: TargetDescription
+
+    @property
+    def warp_size(self) -> int:
+        return self.target.warp_size
 
 
-def default_blocked(shape, cfg: GPUConfig, order=None, vec: int = 1) -> BlockedEncoding:
-    """The blocked layout that spreads `shape` over the CTA with `vec` contiguous elements a thread."""
-    rank = len(shape)
-    order = tuple(order) if order is not None else tuple(reversed(range(rank)))
-    spt = [1] * rank
-    spt[order[0]] = max(1, min(vec, shape[order[0]]))
-    tpw, wpc = [1] * rank, [1] * rank
-    left = cfg.warp_size
-    for d in order:
-        t = min(left, max(1, shape[d] // spt[d]))
-        tpw[d], left = t, left // t
-    tpw[order[-1] if rank > 1 else order[0]] *= left   # leftover lanes replicate
-    left = cfg.num_warps
-    for d in reversed(order):   # warps along the slow dims first, keeping rows whole within warps
-        w = min(left, max(1, shape[d] // (spt[d] * tpw[d])))
-        wpc[d], left = w, left // w
-    wpc[order[0]] *= left
-    return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), order)
+@dataclass(frozen=True)
+class RewriteTensorPointers:
+    name: str = "tritongpu-rewrite-tensor-pointers"
+
+    def apply(self, module: ir.Module) -> None:
+        rewrite_tensor_pointers(module)
 
 
-def mma_warps(shape, num_warps: int):
-    wm, wn = 1, 1
-    while wm * wn < num_warps:
-        if shape[0] // (16 * wm) >= shape[1] // (8 * wn) and shape[0] >= 32 * wm:
-            wm *= 2
-        elif shape[1] >= 16 * wn:
-            wn *= 2
-        else:
-            wm *= 2
-    return (wm, wn)
+@dataclass(frozen=True)
+class RematerializeIndices:
+    name: str = "tritongpu-rematerialize-indices"
+
+    def apply(self, module: ir.Module) -> None:
+        for func in module.functions:
+            rematerialize_indices(func)
 
 
-def _is_tensor(v) -> bool:
-    return isinstance(v.type, ir.TensorType)
+@dataclass(frozen=True)
+class HoistConversions:
+    name: str = "tritongpu-hoist-conversions"
+
+    def apply(self, module: ir.Module) -> None:
+        for func in module.functions:
+            hoist_invariant_conversions(func)
 
 
-def _mma_derived(enc) -> bool:
-    """An NVIDIA MMA layout or a slice of one: layouts worth keeping (leaving one costs a trip
-    through shared memory; blocked layouts of loads are cheap to recreate)."""
-    while isinstance(enc, SliceEncoding):
-        enc = enc.parent
-    return isinstance(enc, NvidiaMmaEncoding)
+def ttgir_passes(cfg: GPUConfig) -> List:
+    """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
+    return [RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
+            AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
 
 
-class LayoutAssignment:
-    def __init__(self, func: ir.Operation, cfg: GPUConfig):
-        self.func = func
-        self.cfg = cfg
-        self.analysis = AxisAnalysis(func)
-        self.rank_layout: Dict[int, BlockedEncoding] = {}
-        self.wanted: Dict[int, object] = {}
-        self.fixed: Dict[int, object] = {}
-        self.access_layouts: Dict[int, BlockedEncoding] = {}
-        self.flowing: Dict[int, object] = {}   # MMA-derived layouts flowing forward from dots
-
-    # --- pass 1: tritongpu-coalesce-anchors ----------------------------------------------------
-    def access_layout(self, shape, order, vec: int) -> BlockedEncoding:
-        """The blocked layout one global access wants: `vec` contiguous elements a thread along its
-        most contiguous dim, no more than the tile holds per thread."""
-        threads = self.cfg.warp_size * self.cfg.num_warps
-        numel = ir.TensorType(shape, ir.i8).numel
-        vec = max(1, min(vec, numel // threads, shape[order[0]]))
-        return default_blocked(shape, self.cfg, order, vec)
-
-    def coalesce_anchors(self) -> None:
-        best: Dict[int, tuple] = {}
-        anchors: Dict[int, list] = {}
-        for op in self.func.walk():
-            if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw") or not op.operands:
-                continue
-            ptr = op.operands[0]
-            if not _is_tensor(ptr) or ir.is_block_ptr(ptr.type):
-                continue
-            shape = ptr.type.shape
-            order = access_order(self.analysis, ptr)
-            mask_idx = 2 if op.name == "tt.store" else 1
-            mask = op.operands[mask_idx] if len(op.operands) > mask_idx else None
-            vec = vector_width(self.analysis, ptr, order[0], mask)
-            threads = self.cfg.warp_size * self.cfg.num_warps
-            vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
-            self.access_layouts[id(op)] = self.access_layout(shape, order, vec)
-            key = (ir.TensorType(shape, ir.i8).numel, vec)
-            anchors.setdefault(len(shape), []).append((tuple(shape), tuple(order)))
-            if len(shape) not in best or key > best[len(shape)][0]:
-                best[len(shape)] = (key, shape, order, vec)
-        for rank, (_, shape, order, vec) in best.items():
-            # The default layout's footprint must fit every anchor of this rank that runs along the
-            # same order (matmul's A is 128x64 and B 64x128): fitted to the largest, the smaller one
-            # would be replicated over lanes, which wastes half the loads or copies.
-            for other in anchors.get(rank, ()):
-                if other[1] == order:
-                    shape = tuple(min(x, y) for x, y in zip(shape, other[0]))
-            vec = max(1, min(vec, shape[order[0]]))
-            self.rank_layout[rank] = default_blocked(shape, self.cfg, order, vec)
-        # Loads (and atomics) produce their values in their own access layout; users that want
-        # another layout get a conversion (stores ask for theirs in `_want_operands`).
-        for op in self.func.walk():
-            enc = self.access_layouts.get(id(op))
-            if enc is not None and op.name != "tt.store" and op.results and _is_tensor(op.results[0]):
-                self.fixed[id(op.results[0])] = enc
-            # A pointer carried by a loop (matmul's `a_ptrs += BLOCK_K`) lives in its access's layout:
-            # the backward walk meets the loop's yield before the access, so it is asked for here.
-            ptr = op.operands[0] if enc is not None else None
-            if isinstance(ptr, ir.BlockArgument) and ptr.index >= 1:
-                loop = ptr.block.parent_op
-                if loop is not None and loop.name == "scf.for":
-                    self.want(loop.results[ptr.index - 1], enc)
-
-    def layout_for(self, t: ir.TensorType):
-        enc = self.rank_layout.get(t.rank)
-        if enc is None:
-            enc = default_blocked(t.shape, self.cfg)
-            self.rank_layout[t.rank] = enc
-        return enc
-
-    # --- pass 2: tritongpu-accelerate-matmul ---------------------------------------------------
-    def accelerate_matmul(self) -> None:
-        for op in self.func.walk():
-            if op.name != "tt.dot":
-                continue
-            a, b = op.operands[0].type, op.operands[1].type
-            out = op.result.type
-            M, N = out.shape[-2:]
-            K = a.shape[-1]
-            use_mma = (self.cfg.mma_version >= 2 and len(out.shape) == 2
-                       and str(a.element) in ("f16", "bf16") and a.element == b.element
-                       and str(out.element) == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
-            amd = (select_matrix_core(self.cfg.amd_arch, self.cfg.warp_size, self.cfg.num_warps, str(a.element),
-                                      str(b.element), str(out.element), (M, N, K) if len(out.shape) == 2 else ())
-                   if self.cfg.amd_arch else None)
-            if amd is not None:
-                enc = amd
-            elif use_mma:
-                warps = self._chained_dot_warps(op, M, N)
-                # wgmma's warps are all along M: a chained dot (attention) takes it when its partner
-                # asked for that arrangement too, so P stays in registers between the two dots.
-                if warps in (None, (self.cfg.num_warps, 1)) and self._wgmma_fits(op, M, N):
-                    enc = NvidiaMmaEncoding(3, 0, (self.cfg.num_warps, 1), (16, N, 16))
-                else:
-                    if warps is None:
-                        warps = mma_warps((M, N), self.cfg.num_warps)
-                    enc = NvidiaMmaEncoding(2, 0, warps, (16, 8))
-            else:
-                enc = self.layout_for(out)
-            self.fixed[id(op.result)] = enc
-            self._fix_accumulator(op.operands[2], enc)
-
-    def _wgmma_fits(self, dot: ir.Operation, M: int, N: int) -> bool:
-        """Whether `dot` takes wgmma (sm_90): each warpgroup (4 warps) one or more m64nNk16 row blocks
-        (M a multiple of 16 * num_warps, 16 <= N <= 256 a power of two) and B loaded in the loop body
-        of the dot, so that the pipeline can leave it in shared memory for the descriptor. A is read
-        through a descriptor too when it is loaded there, else from registers (the mma.sync A
-        fragment, which wgmma takes as is). When the pipeline does not leave B in shared memory
-        after all, the lowering runs mma.sync on the same layouts."""
-        warps = self.cfg.num_warps
-        if self.cfg.mma_version < 3 or warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
-            return False
-        loop = dot.parent.parent_op if dot.parent is not None else None
-        if loop is None or loop.name != "scf.for":
-            return False
-        b = dot.operands[1]
-        return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is dot.parent
-
-    def _chained_dot_warps(self, dot: ir.Operation, M: int, N: int):
-        """As Triton: a dot connected to another dot of the same block (attention's QK^T feeding PV)
-        puts all warps along M (or N), so that the first result becomes the second's operand by a
-        register permutation only; a chained dot that already has an MMA layout lends its warps."""
-        block = dot.parent
-        seen, work, chained = {id(dot)}, [dot], False
-        while work:
-            op = work.pop()
-            neighbours = [v.owner for v in op.operands if isinstance(v.owner, ir.Operation)]
-            neighbours += [user for r in op.results for user, _ in r.uses]
-            for other in neighbours:
-                if other.parent is not block or id(other) in seen:
-                    continue
-                seen.add(id(other))
-                work.append(other)
-                if other.name == "tt.dot" and len(other.results[0].type.shape) == 2:
-                    enc = self.fixed.get(id(other.results[0]))
-                    if isinstance(enc, NvidiaMmaEncoding):
-                        return enc.warps_per_cta
-                    chained = True
-        if not chained:
-            return None
-        return (self.cfg.num_warps, 1) if M >= N else (1, self.cfg.num_warps)
-
-    def _fix_accumulator(self, acc: ir.Value, enc) -> None:
-        """A loop-carried accumulator keeps the dot's layout (no conversion in each iteration)."""
-        if isinstance(acc, ir.BlockArgument):
-            loop = acc.block.parent_op
-            if loop is not None and loop.name == "scf.for" and acc.index >= 1:
-                k = acc.index - 1
-                self.fixed[id(acc)] = enc
-                self.fixed[id(loop.results[k])] = enc
-                self.wanted[id(loop.operands[3 + k])] = enc
-        self.wanted.setdefault(id(acc), enc)
-
-    # --- tritongpu-propagate-dot-layouts -----------------------------------------------------------
-    def propagate_dot_layouts(self) -> None:
-        """Let each MMA result's layout flow forward to the values computed from it; loop-carried
-        values take it from what the loop yields, so the walk repeats until nothing new flows."""
-        for _ in range(4):
-            before = len(self.flowing)
-            self._flow_block(self.func.regions[0].blocks[0])
-            if len(self.flowing) == before:
-                return
-
-    def _flowing_of(self, v: ir.Value):
-        enc = self.fixed.get(id(v)) or self.flowing.get(id(v))
-        return enc if _mma_derived(enc) else None
-
-    def _flow_into(self, v: ir.Value, enc) -> None:
-        if enc is not None and _is_tensor(v) and id(v) not in self.fixed and enc.rank == v.type.rank:
-            self.flowing.setdefault(id(v), enc)
-
-    def _flow_block(self, block: ir.Block) -> None:
-        for op in block.ops:
-            if op.name == "scf.for":
-                body = op.regions[0].blocks[0]
-                for k, init in enumerate(op.operands[3:]):
-                    enc = self._flowing_of(init) or self._flowing_of(body.ops[-1].operands[k])
-                    self._flow_into(body.args[k + 1], enc)
-                    self._flow_into(op.results[k], enc)
-            for region in op.regions:
-                for inner in region.blocks:
-                    self._flow_block(inner)
-            if not op.results or not _is_tensor(op.results[0]):
-                continue
-            res = op.results[0]
-            if op.name == "tt.reduce":
-                src = self._flowing_of(op.operands[0])
-                for r in op.results:
-                    self._flow_into(r, SliceEncoding(op.attrs["axis"], src) if src is not None else None)
-            elif op.name == "tt.expand_dims":
-                src = self._flowing_of(op.operands[0])
-                if isinstance(src, SliceEncoding) and src.dim == op.attrs["axis"]:
-                    self._flow_into(res, src.parent)
-            elif op.name == "tt.broadcast":
-                self._flow_into(res, self._flowing_of(op.operands[0]))
-            elif getattr(op_registry.OPS.get(op.name), "elementwise", False):
-                for v in op.operands:
-                    if _is_tensor(v) and v.type.shape == res.type.shape and self._flowing_of(v) is not None:
-                        self._flow_into(res, self._flowing_of(v))
-                        break
-
-    # --- pass 3: tritongpu-assign-layouts --------------------------------------------------------
-    def decide(self, v: ir.Value):
-        if not _is_tensor(v):
-            return None
-        if id(v) in self.fixed:
-            return self.fixed[id(v)]
-        enc = self.flowing.get(id(v)) or self.wanted.get(id(v))
-        if enc is None or enc.rank != v.type.rank:
-            enc = self.layout_for(v.type)
-        self.fixed[id(v)] = enc
-        return enc
-
-    def want(self, v: ir.Value, enc) -> None:
-        if _is_tensor(v) and enc is not None and id(v) not in self.wanted:
-            self.wanted[id(v)] = enc
-
-    def backward(self, block: ir.Block) -> None:
-        for op in reversed(block.ops):
-            for region in reversed(op.regions):
-                for inner in reversed(region.blocks):
-                    self.backward(inner)
-            self._want_operands(op)
-
-    def _want_operands(self, op: ir.Operation) -> None:
-        name = op.name
-        if name == "tt.reduce" and op.results and _is_tensor(op.results[0]):
-            # A reduction's result layout is, by construction, its operand's layout sliced along the
-            # axis; users that want another layout get a conversion. A slice already wanted by a
-            # user (expand_dims) picks the operand's layout, so that no conversion is needed.
-            axis = op.attrs["axis"]
-            asked = self.fixed.get(id(op.results[0])) or self.wanted.get(id(op.results[0]))
-            if isinstance(asked, SliceEncoding) and asked.dim == axis:
-                for v in op.operands:
-                    self.want(v, asked.parent)
-            src_enc = self.decide(op.operands[0])
-            for v in op.operands[1:]:
-                self.want(v, src_enc)
-            for r in op.results:
-                self.fixed[id(r)] = SliceEncoding(axis, src_enc)
-            return
-        res = self.decide(op.results[0]) if op.results and _is_tensor(op.results[0]) else None
-        if name == "tt.expand_dims" and res is not None:
-            self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))
-        elif name == "tt.broadcast" and res is not None:
-            self.want(op.operands[0], res)
-        elif name == "tt.reduce" and res is not None and isinstance(res, SliceEncoding):
-            for v in op.operands:
-                self.want(v, res.parent)
-        elif name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas") and op.operands and _is_tensor(op.operands[0]):
-            enc = (self.access_layouts.get(id(op)) or self.wanted.get(id(op.operands[0]))
-                   or self.layout_for(op.operands[0].type))
-            for v in op.operands:
-                self.want(v, enc)
-        elif name == "scf.yield" and op.parent is not None and op.parent.parent_op is not None:
-            owner = op.parent.parent_op
-            for i, v in enumerate(op.operands):
-                if owner.name in ("scf.for", "scf.if") and i < len(owner.results):
-                    self.want(v, self.decide(owner.results[i]))
-        elif name == "scf.for":
-            body = op.regions[0].blocks[0]
-            for k, r in enumerate(op.results):
-                enc = self.decide(r)
-                self.fixed.setdefault(id(body.args[k + 1]), enc)
-                self.want(op.operands[3 + k], enc)
-        elif res is not None and name not in ("tt.dot", "tt.trans", "tt.reshape", "tt.join", "tt.split",
-                                              "tt.cat", "tt.gather", "tt.histogram", "tt.scan", "tt.reduce"):
-            same_shape = [v for v in op.operands if _is_tensor(v) and v.type.shape == op.results[0].type.shape]
-            for v in same_shape:
-                self.want(v, res)
-
-    def forward(self, block: ir.Block) -> None:
-        for arg in block.args:
-            self._retype(arg)
-        for op in list(block.ops):
-            self._convert_operands(op)
-            for region in op.regions:
-                for inner in region.blocks:
-                    self.forward(inner)
-            for r in op.results:
-                self._retype(r)
-
-    def _retype(self, v: ir.Value) -> None:
-        if _is_tensor(v) and v.type.encoding is None:
-            v.type = ir.TensorType(v.type.shape, v.type.element, self.decide(v))
-
-    def _required(self, op: ir.Operation, idx: int, v: ir.Value):
-        """The layout operand `idx` of `op` must have, or None when any layout will do."""
-        name = op.name
-        res_enc = op.results[0].type.encoding if op.results and _is_tensor(op.results[0]) else None
-        if res_enc is None and op.results and _is_tensor(op.results[0]):
-            res_enc = self.decide(op.results[0])
-        if name == "tt.dot":
-            if idx == 2:
-                return res_enc
-            k_width = 2 if isinstance(res_enc, NvidiaMmaEncoding) else getattr(res_enc, "k_width", 0)
-            return DotOperandEncoding(idx, res_enc, k_width)
-        if name == "tt.expand_dims":
-            return SliceEncoding(op.attrs["axis"], res_enc)
-        if name == "tt.broadcast":
-            return res_enc
-        if name == "tt.gather":   # each thread reads the source elements its own indices name
-            return res_enc if idx == 1 else None
-        if name == "tt.reduce" or name == "tt.scan":
-            return self.decide(op.operands[0]) if idx else None
-        if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas"):
-            return op.operands[0].type.encoding if idx else None
-        if name == "scf.yield":
-            owner = op.parent.parent_op
-            if owner is not None and owner.name in ("scf.for", "scf.if") and idx < len(owner.results):
-                return self.decide(owner.results[idx])
-            if owner is not None and owner.name == "scf.while":
-                return self.decide(owner.regions[0].blocks[0].args[idx])
-            return None
-        if name == "scf.condition":
-            owner = op.parent.parent_op
-            return self.decide(owner.regions[1].blocks[0].args[idx - 1]) if idx else None
-        if name == "scf.for":
-            return self.decide(op.results[idx - 3]) if idx >= 3 else None
-        if name == "scf.while":
-            return self.decide(op.regions[0].blocks[0].args[idx])
-        if name in ("tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram",
-                    "tt.return", "tt.print", "tt.assert", "tt.call", "ttg.convert_layout"):
-            return None
-        if res_enc is not None and v.type.shape == op.results[0].type.shape:
-            return res_enc
-        return None
-
-    def _convert_operands(self, op: ir.Operation) -> None:
-        for idx, v in enumerate(list(op.operands)):
-            if not _is_tensor(v):
-                continue
-            self._retype(v)
-            need = self._required(op, idx, v)
-            if need is None or v.type.encoding == need:
-                continue
-            conv = ir.Operation("ttg.convert_layout", [v], [ir.TensorType(v.type.shape, v.type.element, need)],
-                                loc=op.loc)
-            op.parent.insert(op.parent.ops.index(op), conv)
-            op.set_operand(idx, conv.result)
-
-    def run(self) -> None:
-        self.coalesce_anchors()
-        self.accelerate_matmul()
-        self.propagate_dot_layouts()
-        entry = self.func.regions[0].blocks[0]
-        self.backward(entry)
-        self.forward(entry)
-        # The while loop's regions carry the same layouts as its operands.
-        self.func.attrs["ttg.num_warps"] = self.cfg.num_warps
-        self.func.attrs["ttg.threads_per_warp"] = self.cfg.warp_size
+def check_num_warps(num_warps: int, target: TargetDescription) -> None:
+    """num_warps is a power of two and the CTA fits the target (1024 threads)."""
+    if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > target.max_num_warps:
+        raise CompilationError(f"option num_warps={num_warps} is invalid for {target.describe()}: it must be a "
+                               f"power of two no larger than {target.max_num_warps}")
 
 
-PASSES = ("tritongpu-rewrite-tensor-pointers", "tritongpu-coalesce-anchors", "tritongpu-accelerate-matmul",
-          "tritongpu-propagate-dot-layouts", "tritongpu-assign-layouts", "tritongpu-rematerialize-indices",
-          "tritongpu-hoist-conversions", "tritongpu-pipeline")
-
-
-def make_ttgir(module: ir.Module, cfg: GPUConfig) -> ir.Module:
-    """Run the TTGIR passes on `module` (in place) and return it."""
-    if cfg.warp_size & (cfg.warp_size - 1) or cfg.num_warps & (cfg.num_warps - 1):
-        raise CompilationError("num_warps and the warp size must be powers of two")
-    rewrite_tensor_pointers(module)
-    for func in module.functions:
-        LayoutAssignment(func, cfg).run()
-        rematerialize_indices(func)
-        hoist_invariant_conversions(func)
-        if cfg.mma_version >= 2:
-            pipeline_loops(func, cfg.num_stages)
+def make_ttgir(module: ir.Module, cfg: GPUConfig, passes=None) -> ir.Module:
+    """Run the TTGIR passes (`ttgir_passes(cfg)` unless given) on `module` in place and return it."""
+    check_num_warps(cfg.num_warps, cfg.target)
+    if cfg.warp_size & (cfg.warp_size - 1):
+        raise CompilationError(f"the warp size must be a power of two, got {cfg.warp_size}")
+    PassManager(ttgir_passes(cfg) if passes is None else passes, dump_ext="ttgir",
+                first_index=FIRST_DUMP_INDEX).run(module)
     ir.verify(module)
     return module

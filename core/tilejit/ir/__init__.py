@@ -5,6 +5,7 @@ from .types import (Type, IntType, FloatType, PointerType, TensorType, TensorDes
 from .core import (Location, UNKNOWN_LOC, Value, OpResult, BlockArgument, Operation, Block, Region,
                    Module, Builder, make_func)
 from .printer import print_module, print_op, DenseAttr
-from .parser import parse_module, register_encoding_parser
+from .parser import parse_module
+from .dialect import DialectContext, default_context
 from .verifier import verify
 from .ops import OPS, OpInfo, info as op_info, is_removable_if_unused

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .types import FunctionType, Type
+from .ops import OPS
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,25 @@ class Operation:
         for i, v in enumerate(self.operands):
             v.uses.remove((self, i))
         self.operands = []
+
+    def _operand_slice(self, name: str) -> slice:
+        slices = OPS[self.name].operand_slices(len(self.operands)) if self.name in OPS else None
+        if not slices or name not in slices:
+            raise ValueError(f"{self.name} with {len(self.operands)} operands has no operand '{name}'")
+        return slices[name]
+
+    def operand(self, name: str) -> Optional[Value]:
+        """The operand `name` of the op's definition (ops.py); None for an absent optional one."""
+        group = self.operands[self._operand_slice(name)]
+        return group[0] if group else None
+
+    def operand_group(self, name: str) -> List[Value]:
+        """The operands of the variadic group `name` (`scf.for`'s `inits`, `tt.print`'s `values`)."""
+        return self.operands[self._operand_slice(name)]
+
+    def operand_index(self, name: str) -> int:
+        """Where the operand (or group) `name` starts in `operands`."""
+        return self._operand_slice(name).start
 
     def add_region(self, region: "Region") -> None:
         region.parent = self

@@ -1,4 +1,4 @@
-"""The op registry: what every TTIR op is, in one table.
+"""The op definitions: what every TTIR and TTGIR op is, in one table (no other module adds to it).
 
 The names and operand conventions follow Triton's TTIR. Passes use the traits (a `pure` op may be
 removed when unused and merged with an identical one; a `commutative` op's operands may be
@@ -30,23 +30,57 @@ Operand conventions where they are not obvious:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, Optional, Tuple
 
 
 @dataclass(frozen=True)
 class OpInfo:
+    """An op's definition: its traits and, where fixed, its named operands.
+
+    `operands` names the operands in order: `name` exactly one, `name?` an optional trailing one,
+    `name*` any number (the rest). None: the op takes any operands (calls, returns, yields)."""
     pure: bool = True            # no side effect: removable when unused, mergeable by CSE
     commutative: bool = False
     terminator: bool = False
     elementwise: bool = False    # operands and results share one shape
     has_regions: bool = False
+    operands: Optional[Tuple[str, ...]] = None
+
+    def operand_slices(self, count: int) -> Optional[Dict[str, slice]]:
+        """name -> slice of the operand list for an op with `count` operands; None if it does not fit."""
+        return _slices(self.operands, count) if self.operands is not None else {}
+
+
+@lru_cache(maxsize=None)
+def _slices(spec: Tuple[str, ...], count: int) -> Optional[Dict[str, slice]]:
+    required = sum(1 for n in spec if not n.endswith(("?", "*")))
+    if count < required or (count > len(spec) and not any(n.endswith("*") for n in spec)):
+        return None
+    out, pos, left_optional = {}, 0, count - required
+    for n in spec:
+        if n.endswith("*"):
+            rest = count - pos - sum(1 for m in spec[spec.index(n) + 1:] if not m.endswith(("?", "*")))
+            out[n[:-1]] = slice(pos, pos + rest)
+            pos += rest
+        elif n.endswith("?"):
+            take = 1 if left_optional > 0 and pos < count else 0
+            left_optional -= take
+            out[n[:-1]] = slice(pos, pos + take)
+            pos += take
+        else:
+            out[n] = slice(pos, pos + 1)
+            pos += 1
+    return out if pos == count else None
 
 
 OPS: dict = {}
 
 
-def _register(names, **traits) -> None:
+def _register(names, operands=None, **traits) -> None:
+    spec = tuple(operands.split()) if isinstance(operands, str) else operands
     for n in names.split():
-        OPS[n] = OpInfo(**traits)
+        OPS[n] = OpInfo(operands=spec, **traits)
 
 
 INT_BINARY = "arith.subi arith.divsi arith.divui arith.remsi arith.remui arith.shli arith.shrsi arith.shrui"
@@ -60,21 +94,45 @@ FLOAT_UNARY = ("arith.negf math.exp math.exp2 math.log math.log2 math.log10 math
 CASTS = ("arith.extsi arith.extui arith.trunci arith.extf arith.truncf arith.sitofp arith.uitofp "
          "arith.fptosi arith.fptoui arith.bitcast tt.bitcast tt.int_to_ptr tt.ptr_to_int tt.fp_to_fp")
 
-_register(INT_BINARY + " " + FLOAT_BINARY, elementwise=True)
-_register(INT_COMMUTATIVE + " " + FLOAT_COMMUTATIVE, elementwise=True, commutative=True)
-_register(FLOAT_UNARY + " math.absi math.fma tt.mulhiui tt.clampf arith.select " + CASTS, elementwise=True)
-_register("arith.cmpi arith.cmpf", elementwise=True)
-_register("arith.constant tt.get_program_id tt.get_num_programs tt.make_range tt.splat tt.broadcast "
-          "tt.expand_dims tt.reshape tt.trans tt.join tt.split tt.cat tt.addptr tt.dot tt.make_block_ptr "
-          "tt.advance tt.make_tensor_descriptor tt.histogram tt.gather")
-_register("tt.reduce tt.scan", has_regions=True)
-_register("tt.load", pure=False)  # volatile or faulting loads must stay; DCE treats non-volatile loads as removable
-_register("tt.store tt.atomic_rmw tt.atomic_cas tt.descriptor_store tt.print tt.assert tt.assume gpu.barrier "
-          "tt.call", pure=False)
-_register("tt.descriptor_load", pure=False)
-_register("scf.for scf.if scf.while", pure=False, has_regions=True)
-_register("tt.return scf.yield scf.condition tt.reduce.return tt.scan.return", pure=False, terminator=True)
-_register("tt.func", pure=False, has_regions=True)
+_register(INT_BINARY + " " + FLOAT_BINARY, "lhs rhs", elementwise=True)
+_register(INT_COMMUTATIVE + " " + FLOAT_COMMUTATIVE, "lhs rhs", elementwise=True, commutative=True)
+_register(FLOAT_UNARY + " math.absi " + CASTS, "src", elementwise=True)
+_register("math.fma", "a b c", elementwise=True)
+_register("tt.mulhiui", "lhs rhs", elementwise=True)
+_register("tt.clampf", "x min max", elementwise=True)
+_register("arith.select", "condition true_value false_value", elementwise=True)
+_register("arith.cmpi arith.cmpf", "lhs rhs", elementwise=True)
+_register("arith.constant tt.get_program_id tt.get_num_programs tt.make_range", ())
+_register("tt.splat tt.broadcast tt.expand_dims tt.reshape tt.trans", "src")
+_register("tt.split", "src")
+_register("tt.join tt.cat", "lhs rhs")
+_register("tt.addptr", "ptr offset")
+_register("tt.dot", "a b c")
+_register("tt.make_block_ptr", "base rest*")      # shape×N, strides×N, offsets×N
+_register("tt.advance", "ptr offsets*")
+_register("tt.make_tensor_descriptor", "base rest*")   # shape×N, strides×N
+_register("tt.histogram", "src mask?")
+_register("tt.gather", "src indices")
+_register("tt.reduce tt.scan", "srcs*", has_regions=True)
+_register("tt.load", "ptr mask? other?", pure=False)  # DCE treats non-volatile loads as removable
+_register("tt.store", "ptr value mask?", pure=False)
+_register("tt.atomic_rmw", "ptr value mask?", pure=False)
+_register("tt.atomic_cas", "ptr cmp value", pure=False)
+_register("tt.descriptor_store", "desc value offsets*", pure=False)
+_register("tt.descriptor_load", "desc offsets*", pure=False)
+_register("tt.print", "values*", pure=False)
+_register("tt.assert", "condition", pure=False)
+_register("tt.assume", "condition", pure=False)
+_register("gpu.barrier", (), pure=False)
+_register("tt.call", None, pure=False)
+_register("scf.for", "lower upper step inits*", pure=False, has_regions=True)
+_register("scf.if", "condition", pure=False, has_regions=True)
+_register("scf.while", "inits*", pure=False, has_regions=True)
+_register("scf.condition", "condition args*", pure=False, terminator=True)
+_register("tt.return scf.yield tt.reduce.return tt.scan.return", None, pure=False, terminator=True)
+_register("tt.func", (), pure=False, has_regions=True)
+# TTGIR (the GPU layouts, gpu/layouts.py): the same value in another layout.
+_register("ttg.convert_layout", "src")
 
 
 def info(name: str) -> OpInfo:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from ..errors import CompilationError
+from .dialect import default_context
 from .core import Block, Location, Module, Operation, Region, Value
 from .printer import DenseAttr
 from .types import (FLOAT_FORMATS, FloatType, FunctionType, IntType, PointerType, TensorDescType,
@@ -21,16 +22,9 @@ _NUMBER = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)")
 _VALUE = re.compile(r"%[A-Za-z0-9_]+")
 _WS = re.compile(r"(?:\s|//[^\n]*)*")
 
-# Encodings (TTGIR layouts) register a parser: prefix such as "#ttg.blocked" -> fn(text) -> encoding.
-ENCODING_PARSERS: Dict[str, Callable[[str], object]] = {}
-
-
-def register_encoding_parser(prefix: str, fn: Callable[[str], object]) -> None:
-    ENCODING_PARSERS[prefix] = fn
-
-
 class Parser:
-    def __init__(self, text: str, filename: str = "<ttir>"):
+    def __init__(self, text: str, filename: str = "<ttir>", context=None):
+        self.context = context if context is not None else default_context()
         self.text = text
         self.pos = 0
         self.filename = filename
@@ -139,10 +133,21 @@ class Parser:
         return TensorType(tuple(shape), elem, encoding)
 
     def encoding(self, text: str):
-        for prefix, fn in ENCODING_PARSERS.items():
-            if text.startswith(prefix):
-                return fn(text)
-        raise self.error(f"unknown tensor encoding '{text}'")
+        return self.context.parse_encoding(text)
+
+    def encoding_attr(self):
+        """A layout as an attribute value (`#ttg.blocked<{...}>`): up to its matching `>`."""
+        start, depth = self.pos, 0
+        while self.pos < len(self.text):
+            ch = self.text[self.pos]
+            self.pos += 1
+            if ch in "<({[":
+                depth += 1
+            elif ch in ">)}]":
+                depth -= 1
+                if depth == 0:
+                    break
+        return self.encoding(self.text[start:self.pos])
 
     def type_list(self, close: str) -> List[Type]:
         types: List[Type] = []
@@ -172,6 +177,8 @@ class Parser:
                 self.expect(",")
         if self.peek("{"):
             return self.attr_dict()
+        if self.peek("#"):
+            return self.encoding_attr()
         if self.accept("dense<["):
             vals = []
             if not self.accept("]"):
@@ -328,6 +335,11 @@ class Parser:
         loc = self.location()
         end = self.pos
         self.pos = start  # type errors below point at the start of the op
+        definition = self.context.ops.get(name)
+        if definition is None:
+            raise self.error(f"unknown operation '{name}'")
+        if definition.operand_slices(len(operands)) is None:
+            raise self.error(f"{name} takes operands ({', '.join(definition.operands)}), got {len(operands)}")
         if len(in_types) != len(operands):
             raise self.error(f"{name}: {len(operands)} operands but {len(in_types)} operand types")
         for v, t in zip(operands, in_types):
@@ -366,5 +378,7 @@ class Parser:
         return region
 
 
-def parse_module(text: str, filename: str = "<ttir>") -> Module:
-    return Parser(text, filename).module()
+def parse_module(text: str, filename: str = "<ttir>", context=None) -> Module:
+    """Parse TTIR/TTGIR text; `context` (ir/dialect.py) says which ops and layouts exist (default: all
+    of core's)."""
+    return Parser(text, filename, context).module()

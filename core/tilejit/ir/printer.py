@@ -58,6 +58,8 @@ def format_attr(value) -> str:
         return format_attr_dict(value)
     if value is None:
         return "unit"
+    if getattr(value, "is_encoding", False):   # a layout (gpu/layouts.py), as the passes' hints hold
+        return str(value)
     raise TypeError(f"cannot print attribute value {value!r} of type {type(value).__name__}")
 
 

@@ -47,6 +47,8 @@ def _verify_op(op: Operation) -> None:
     if op.name not in OPS:
         raise _fail(op, "unknown operation")
     traits = OPS[op.name]
+    if traits.operand_slices(len(op.operands)) is None:
+        raise _fail(op, f"takes operands ({', '.join(traits.operands)}), got {len(op.operands)}")
     if traits.elementwise and op.name != "arith.select":
         shapes = {shape_of(v.type) for v in list(op.operands) + list(op.results)}
         if len(shapes) > 1:

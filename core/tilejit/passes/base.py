@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Union
 
+from ..config import knobs
 from ..errors import CompilationError, TilejitError
 from ..ir import Module, print_module, verify
 
@@ -50,11 +51,7 @@ def kernel_name(module: Module) -> str:
 
 
 def _knob(name: str, default=None):
-    """A knob from `tilejit.config`; tolerates the config module not being there (unit tests)."""
-    try:
-        from ..config import knobs
-    except ImportError:
-        return default
+    """A knob from `tilejit.config` (read when a manager is made, so tests can change it)."""
     return getattr(knobs, name, default)
 
 

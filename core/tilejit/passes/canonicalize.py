@@ -272,7 +272,7 @@ class ForLoopSimplify(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: Rewriter) -> bool:
         if constant_trip_count(op) == 0:
-            rewriter.replace_op(op, list(op.operands[3:]))
+            rewriter.replace_op(op, list(op.operand_group("inits")))
             return True
         body = op.regions[0].blocks[0]
         yield_op = body.ops[-1]
@@ -280,7 +280,7 @@ class ForLoopSimplify(RewritePattern):
             arg = body.args[1 + k]
             if yield_op.operands[k] is arg and arg.uses:
                 # Passed through unchanged: the value is the init on every iteration.
-                init = op.operands[3 + k]
+                init = op.operand_group("inits")[k]
                 arg.replace_all_uses_with(init)
                 op.results[k].replace_all_uses_with(init)
                 rewriter.modified(op)
@@ -329,7 +329,7 @@ class ForLoopSimplify(RewritePattern):
         for dead in reversed(dead_slice):
             rewriter.erase_op(dead)
         body.erase_arg(1 + k)
-        op.set_operands([v for i, v in enumerate(op.operands) if i != 3 + k])
+        op.set_operands([v for i, v in enumerate(op.operands) if i != op.operand_index("inits") + k])
         del op.results[k]
         for i, r in enumerate(op.results):
             r.index = i

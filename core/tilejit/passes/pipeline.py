@@ -21,11 +21,8 @@ def default_ttir_passes() -> List:
 
 
 def _plugin_passes(passes: List, options) -> None:
-    """Let `tilejit.plugins` extensions edit `passes` in place; no plugin module means no change."""
-    try:
-        from .. import plugins
-    except ImportError:
-        return
+    """Let `tilejit.plugins` extensions edit `passes` in place."""
+    from .. import plugins   # here: the plugin manager loads entry points, which may import this package
     plugins.get_plugin_manager().hook.tilejit_ttir_passes(passes=passes, options=options)
 
 

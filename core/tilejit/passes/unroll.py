@@ -53,7 +53,7 @@ def unroll_fully(loop: Operation, trip_count: int) -> None:
     lb, _, step = loop.operands[:3]
     lb_value, step_value = int(constant_of(lb).splat), int(constant_of(step).splat)
     ivs = [_constant(loop, lb_value + i * step_value, lb) for i in range(trip_count)]
-    final = _emit_iterations(loop, loop, ivs, list(loop.operands[3:]))
+    final = _emit_iterations(loop, loop, ivs, list(loop.operand_group("inits")))
     for result, value in zip(loop.results, final):
         result.replace_all_uses_with(value)
     loop.erase()
@@ -69,7 +69,7 @@ def unroll_by(loop: Operation, factor: int, trip_count: int) -> None:
     body = loop.regions[0].blocks[0]
     new_body = Block([a.type for a in body.args])
     attrs = {k: v for k, v in loop.attrs.items() if k not in (UNROLL_FACTOR_ATTR, STATIC_ATTR)}
-    main = Operation("scf.for", [lb, main_ub, main_step] + list(loop.operands[3:]),
+    main = Operation("scf.for", [lb, main_ub, main_step] + list(loop.operand_group("inits")),
                      [r.type for r in loop.results], attrs, [Region([new_body])], loop.loc)
     loop.parent.insert(loop.parent.ops.index(loop), main)
     # Inside the new body: copy k runs at iv + k*step, after a placeholder yield that anchors inserts.

@@ -67,6 +67,7 @@ class ToyLauncher(Launcher):
 
 class ToyBackend(BaseBackend):
     name = "toy"
+    api_version = 2
     options_class = ToyOptions
 
     @staticmethod

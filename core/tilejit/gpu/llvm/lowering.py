@@ -3,7 +3,7 @@
 Each tensor value becomes the list of LLVM scalars this thread holds, in its layout's register order
 (a scalar is a list of one). Elementwise ops map over the lists; ops that move data between threads
 (layout conversions, reductions, dots, memory) live in `tensor_ops.py`. Everything target-specific is
-asked of the `TargetISA` table.
+asked of the target description (`gpu/target.py`).
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError, TilejitError
 from ..axis_info import AxisAnalysis
-from ..isa import I32, TargetISA
+from ..isa import I32
+from ..target import TargetDescription
 from ..linear_layout import LinearLayout
-from ..pipeline import NUM_STAGES
 from .float_formats import constant_bits
 from .scalar_ops import ScalarLowering, is_storage_float, llvm_type
 from .tensor_ops import TensorOps
@@ -34,7 +34,7 @@ def layout_of(t: ir.Type) -> LinearLayout:
 
 
 class FunctionLowering(TensorOps):
-    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetISA, num_warps: int, ir_module,
+    def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetDescription, num_warps: int, ir_module,
                  fp_fusion: bool = True):
         self.module = module
         self.func = func
@@ -44,10 +44,9 @@ class FunctionLowering(TensorOps):
         self.warp_size = isa.warp_size
         self.scalar = ScalarLowering(isa, fp_fusion)
         self.vals: Dict[int, List] = {}
-        # mma.sync operands in shared memory that the dot reads k-step by k-step (shared_dot.py)
+        # Values a target's lowering reads lazily (dot operands in shared memory that the dot reads
+        # k-step by k-step): `get` reads them whole for any other user.
         self.lazy_operands: Dict[int, object] = {}
-        self.wgmma_operands: Dict[int, object] = {}   # dot operands left in shared memory (llvm/wgmma.py)
-        self.wgmma_in_flight: set = set()   # ids of wgmma dots that wait down to one group (shared_dot.py)
         self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0
@@ -223,10 +222,10 @@ class FunctionLowering(TensorOps):
         return pre, header, body_bb, exit_bb, iv, carried
 
     def lower_for(self, op: ir.Operation) -> None:
-        if op.attrs.get(NUM_STAGES) and self.lower_pipelined_for(op):
+        if self.lower_pipelined_for(op):
             return
         lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
-        inits = [self.get(v) for v in op.operands[3:]]
+        inits = [self.get(v) for v in op.operand_group("inits")]
         body = op.regions[0].blocks[0]
         pre, header, body_bb, exit_bb, iv, carried = self.open_loop("for", lb, inits)
         self.b.cbranch(self.b.icmp_signed("<", iv, ub), body_bb, exit_bb)
@@ -308,7 +307,6 @@ class FunctionLowering(TensorOps):
         cond_op = before.ops[-1]
         forwarded = [self.get(v) for v in cond_op.operands[1:]]
         self.b.cbranch(self.get(cond_op.operands[0])[0], body_bb, exit_bb)
-        cond_block = self.b.block
         self.b.position_at_end(body_bb)
         for arg, vals in zip(after.args, forwarded):
             self.set(arg, vals)
@@ -321,7 +319,6 @@ class FunctionLowering(TensorOps):
                 p.add_incoming(v, latch)
         self.b.branch(header)
         self.b.position_at_end(exit_bb)
-        del cond_block
         for r, vals in zip(op.results, forwarded):
             self.set(r, vals)
 
@@ -353,7 +350,7 @@ class FunctionLowering(TensorOps):
     }
 
 
-def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int, fp_fusion: bool = True) -> tuple:
+def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fusion: bool = True) -> tuple:
     """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function;
     `fp_fusion` lets float add/sub/mul contract into fma (the `enable_fp_fusion` option)."""
     module = llir.Module(name="tilejit")
@@ -362,7 +359,9 @@ def lower_module(ttgir: ir.Module, isa: TargetISA, num_warps: int, fp_fusion: bo
     kernel = ttgir.functions[0] if ttgir.functions else None
     if kernel is None:
         raise CompilationError("the module has no kernel function")
-    lowering = FunctionLowering(module, kernel, isa, num_warps, ttgir, fp_fusion)
+    mixin = isa.lowering_mixin   # the target's own hooks (pipelined loops, shared-memory operands)
+    cls = FunctionLowering if mixin is None else type(f"{mixin.__name__}Lowering", (mixin, FunctionLowering), {})
+    lowering = cls(module, kernel, isa, num_warps, ttgir, fp_fusion)
     fn = lowering.lower()
     lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma)
     text = str(module)

@@ -3,7 +3,7 @@
 Histogram and gather go through the CTA's shared scratch: the histogram counts with shared-memory
 atomics (one per element, by the thread that owns it), the gather writes the source row-major and
 reads each result element at the coordinates its index names. `tt.print` calls the target's printf
-(`TargetISA.printf`): one line per element, as Triton prints them.
+(`TargetDescription` hook `printf`): one line per element, as Triton prints them.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def lower_histogram(self, op):
     x = op.operands[0]
     num_bins = op.result.type.shape[0]
     values = self.get(x)
-    masks = self.get(op.operands[1]) if len(op.operands) > 1 else None
+    mask = op.operand("mask")
+    masks = self.get(mask) if mask is not None else None
     self.smem_base(num_bins * 4)
     zero = llir.Constant(I32, 0)
     # 1. zero the bins (each thread clears a strided share).

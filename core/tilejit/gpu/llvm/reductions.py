@@ -48,7 +48,6 @@ def lower_reduce(self, op):
     src_t = op.operands[0].type
     layout = self.layout(src_t)
     inputs = [self.get(v) for v in op.operands]
-    k = len(inputs)
     for b in list(layout.registers) + list(layout.lanes) + list(layout.warps):
         if b[axis] and any(v for d, v in enumerate(b) if d != axis):
             raise CompilationError.at(op.loc, "reduction over a layout that mixes dimensions is not supported")
@@ -91,7 +90,6 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
     slots = len(accs) * len(accs[0]) * num_warps * ws
     self.smem_base(slots * 8)
     self.isa.barrier(self.b)
-    tid = self.b.add(self.b.mul(self.warp, llir.Constant(I32, ws)), self.lane)
     axis_mask = sum(1 << b for b in warp_bits)
     home_warp = self.b.and_(self.warp, llir.Constant(I32, ~axis_mask & (num_warps - 1)))
 
@@ -102,7 +100,6 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
     for i, acc in enumerate(accs):
         for j, v in enumerate(acc):
             self.b.store(v, self.smem_ptr(v.type, slot(i, j, self.warp)))
-    del tid
     self.isa.barrier(self.b)
     out = []
     for i, acc in enumerate(accs):

@@ -1,7 +1,7 @@
 """Elementwise ops on one scalar LLVM value each: arith, math, casts.
 
 The lowering maps these over the registers a thread holds. Math goes through the target's table
-(`TargetISA.math_symbol`); where a target has no instruction or library call, a portable expansion
+(`TargetDescription.math_symbol`); where a target has no instruction or library call, a portable expansion
 from simpler ops is used (written once here for every target).
 """
 from __future__ import annotations
@@ -230,7 +230,6 @@ class ScalarLowering:
                     "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.fp_to_fp"):
             return self.cast(b, name, args[0], op.operands[0].type, res_t, op.attrs.get("rounding") or "rtne")
         # Float ops: bf16 is computed in f32.
-        src_t = op.operands[0].type if op.operands else res_t
         if name == "arith.cmpf":
             xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
             pred = op.attrs["predicate"]
@@ -250,7 +249,6 @@ class ScalarLowering:
             out = self.math(b, name, xs)
         else:
             raise CompilationError.at(op.loc, f"the GPU lowering has no rule for {name}")
-        del src_t
         return from_compute(b, out, res_t)
 
     def cast(self, b, name, v, src_t, dst_t, rounding: str = "rtne"):

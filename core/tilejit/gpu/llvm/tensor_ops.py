@@ -286,8 +286,7 @@ class TensorOps:
         ptr = op.operands[0]
         if ir.is_block_ptr(ptr.type):
             raise CompilationError.at(op.loc, "block pointers must be rewritten before the GPU lowering")
-        mask = op.operands[1] if len(op.operands) > 1 else None
-        other = op.operands[2] if len(op.operands) > 2 else None
+        mask, other = op.operand("mask"), op.operand("other")
         ptrs = self.get(ptr)
         masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
@@ -316,8 +315,7 @@ class TensorOps:
         return self.b.load(ptr, typ=ty, align=align)
 
     def lower_store(self, op):
-        ptr, value = op.operands[0], op.operands[1]
-        mask = op.operands[2] if len(op.operands) > 2 else None
+        ptr, value, mask = op.operand("ptr"), op.operand("value"), op.operand("mask")
         ptrs, vals = self.get(ptr), self.get(value)
         masks = self.get(mask) if mask is not None else None
         layout = self.layout(ptr.type)
@@ -350,8 +348,8 @@ class TensorOps:
         layout = self.layout(ptr.type)
         owner = self.is_owner(layout) if is_tensor else \
             self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
-        mask_idx = 2 if op.name == "tt.atomic_rmw" else None
-        masks = self.get(op.operands[mask_idx]) if mask_idx and len(op.operands) > mask_idx else None
+        mask = op.operand("mask") if op.name == "tt.atomic_rmw" else None
+        masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
         results = []
         for i in range(len(self.get(ptr))):
@@ -449,4 +447,16 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .convert import convert_through_shared   # noqa: E402
-    from .shared_dot import convert_to_dot_operand, dot_operand_plan, lower_pipelined_for   # noqa: E402
+
+    # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
+    def lower_pipelined_for(self, op) -> bool:
+        """Lower `op` (an scf.for) the target's own way; False: lower it as a plain loop."""
+        return False
+
+    def dot_operand_plan(self, src_type, dst_type):
+        """How the target converts `src_type` into the dot-operand layout `dst_type` itself; None: the
+        generic conversion through shared memory."""
+        return None
+
+    def convert_to_dot_operand(self, value, dst_type, how):   # pragma: no cover - only with a plan
+        raise NotImplementedError

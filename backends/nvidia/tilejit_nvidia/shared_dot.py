@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import llvmlite.ir as llir
 
-from ...errors import CompilationError
-from ..isa import I32
-from ..pipeline import copy_vector, loop_pipeline
-from ..shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
-from .convert import _run_length
-from .scalar_ops import llvm_type
+from tilejit.errors import CompilationError
+from tilejit.gpu.isa import I32
+from tilejit.gpu.llvm.convert import _run_length
+from tilejit.gpu.llvm.scalar_ops import llvm_type
+
+from .pipeline import copy_vector, loop_pipeline
+from .shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 
 I1 = llir.IntType(1)
 
@@ -168,7 +169,9 @@ def _feeds_only_dots(value) -> bool:
 def dot_operand_plan(self, src_type, dst_type):
     """(tile, plan) for converting `src_type` into the mma.sync operand `dst_type` through a swizzled
     tile, or None when ldmatrix cannot be used (then the generic conversion runs)."""
-    from ..layouts import DotOperandEncoding, NvidiaMmaEncoding
+    from tilejit.gpu.layouts import DotOperandEncoding
+
+    from .layouts import NvidiaMmaEncoding
     enc = dst_type.encoding
     if (not isinstance(enc, DotOperandEncoding) or not isinstance(enc.parent, NvidiaMmaEncoding)
             or src_type.rank != 2 or not self.isa.supports_async_copy):
@@ -250,7 +253,7 @@ def _wgmma_converts(self, pipe):
     """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory
     through descriptors: B when it is pipelined, feeds only dots and fits the 128B-swizzled tile;
     A too when the same holds for it (else the dot reads A from registers)."""
-    from ..layouts import NvidiaMmaEncoding
+    from .layouts import NvidiaMmaEncoding
     by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)}
 
     def fitting(value):
@@ -381,7 +384,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
-    inits = [self.get(v) for v in op.operands[3:]]
+    inits = [self.get(v) for v in op.operand_group("inits")]
     convert_of = {id(buf.convert): buf for buf in buffers}
 
     def bind(iv, args):

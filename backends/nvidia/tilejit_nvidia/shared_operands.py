@@ -17,9 +17,9 @@ same address code that is emitted is checked by a simulation of `ldmatrix` in th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
-from .linear_layout import LinearLayout
+from tilejit.gpu.linear_layout import LinearLayout
 
 CHUNK_BYTES = 16
 

@@ -12,7 +12,7 @@ one too, or four registers of the A fragment (attention's P, which never leaves 
 or `wgmma.wait_group 1` for a dot the pipelined loop keeps in flight (`shared_dot`): its results
 are then complete only after the next iteration's wait, or the loop exit's `wait_for_wgmma(.., 0)`.
 
-The accumulator lives in the registers of the version-3 layout (`layouts.NvidiaMmaEncoding`), in
+The accumulator lives in the registers of the version-3 layout (`tilejit_nvidia/layouts.py`), in
 the order of the PTX ISA's D fragment: d[4j + {0,1,2,3}] = (r, 8j+c), (r, 8j+c+1), (r+8, 8j+c),
 (r+8, 8j+c+1) with r = 16 * warp-in-group + lane / 4, c = 2 * (lane % 4).
 """
@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import llvmlite.ir as llir
 
-from ... import ir
-from ...errors import CompilationError
-from ..isa import F32, I32
-from ..shared_operands import WgmmaTile, descriptor_bits
+from tilejit import ir
+from tilejit.errors import CompilationError
+from tilejit.gpu.isa import F32, I32
+
+from .shared_operands import WgmmaTile, descriptor_bits
 
 I64 = llir.IntType(64)
 WARPS_PER_GROUP = 4
@@ -75,7 +76,7 @@ def _a_fragments(self, a, a_vals, row0: int, ks) -> list:
     """A from registers: per k-step, the four .b32 registers of wgmma's A fragment for the 64-row
     block starting at `row0` (per warp the mma.sync m16n8k16 A fragment, which the version-3 dot
     operand layout holds in the same places)."""
-    from .dot import _A_FRAGMENT, pack_pair
+    from .mma_sync import _A_FRAGMENT, pack_pair
     a_at = {off: i for i, off in enumerate(self.layout(a.type).register_offsets())}
     elem = str(ir.element_type(a.type))
     out = []

@@ -1,12 +1,12 @@
-"""`tritongpu-pipeline`: software pipelining of the loads that feed mma.sync dots, and
-`tritongpu-hoist-conversions`: loop-invariant layout conversions moved out of loops.
+"""`tritongpu-pipeline` (NVIDIA, sm_80+): software pipelining of the loads that feed mma.sync and
+wgmma dots; the NVIDIA backend appends it to the core's TTGIR passes in `add_stages`.
 
 A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose only user is a
 `ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce, its `other` is
 zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
 and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
 values defined before the loop (the *address slice*). The pass only marks: the load gets
-`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`llvm/pipeline.py`) then copies
+`ttg.pipelined = true`, the loop `ttg.num_stages = S`. The lowering (`shared_dot.py`) then copies
 the tiles of iterations i+1 .. i+S-1 into a ring of S swizzled shared-memory buffers with `cp.async`
 while iteration i reads its tile with `ldmatrix` (Triton's multi-buffering, as in its
 `tritongpu-pipeline` with `num_stages`).
@@ -16,16 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Set
 
-from .. import ir
-from .axis_info import AxisAnalysis, vector_width
-from .layouts import DotOperandEncoding, NvidiaMmaEncoding
+from tilejit import ir
+from tilejit.gpu.axis_info import AxisAnalysis, vector_width
+from tilejit.gpu.layouts import DotOperandEncoding
+
+from .layouts import NvidiaMmaEncoding
 from .shared_operands import SwizzledTile, plan_ldmatrix
 
 PIPELINED = "ttg.pipelined"
 NUM_STAGES = "ttg.num_stages"
-# Shared memory the ring buffers of one loop may take (H100/A100 give a CTA up to 227/163 KiB; the
-# rest is left to the scratch that reductions and conversions use inside the loop).
-SMEM_BUDGET = 144 * 1024
+# Of the target's shared memory (`TargetDescription.shared_memory`: 227 KiB a CTA on H100, 163 KiB on
+# A100), this much is left to the scratch that reductions and conversions use inside the loop; the
+# ring buffers of one loop may take the rest.
+SCRATCH_RESERVE = 32 * 1024
 
 _SIDE_EFFECTS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot", "tt.print", "tt.assert",
                  "tt.call", "gpu.barrier", "tt.return", "scf.yield", "scf.condition")
@@ -71,9 +74,9 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
 def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
     """(inner dim, elements per cp.async) of a load's pointer layout: the dim its registers run along
     in memory-contiguous vectors; (None, 1) when no vector of >= 4 bytes exists."""
-    from .llvm.convert import _run_length
+    from tilejit.gpu.llvm.convert import _run_length
     ptr = load.operands[0]
-    mask = load.operands[1] if len(load.operands) > 1 else None
+    mask = load.operand("mask")
     layout = ptr.type.encoding.to_linear(ptr.type.shape)
     best = (None, 1)
     for dim in range(2):
@@ -175,12 +178,17 @@ def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
                         _main_skip(body, loads, slice_ops, frozenset(dead)), dead)
 
 
-def pipeline_loops(func: ir.Operation, num_stages: int) -> None:
-    """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2)."""
-    if num_stages < 2:
-        return
+def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> None:
+    """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2; a loop's
+    own `tl.range(num_stages=)`, the attribute `tt.num_stages`, wins), as many as fit in
+    `shared_memory` bytes less the scratch reserve."""
     analysis = AxisAnalysis(func)
+    budget = shared_memory - SCRATCH_RESERVE
     for loop in [op for op in func.walk() if op.name == "scf.for"]:
+        stages = loop.attrs.get("tt.num_stages")
+        stages = num_stages if stages is None else int(stages)
+        if stages < 2:
+            continue
         body = loop.regions[0].blocks[0]
         loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op)]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
@@ -189,39 +197,23 @@ def pipeline_loops(func: ir.Operation, num_stages: int) -> None:
         if not loads:
             continue
         per_stage = sum(op.results[0].type.numel * 2 for op in loads)
-        stages = num_stages
-        while stages > 2 and per_stage * stages > SMEM_BUDGET:
+        while stages > 2 and per_stage * stages > budget:
             stages -= 1
-        if per_stage * stages > SMEM_BUDGET:
+        if per_stage * stages > budget:
             continue
         for op in loads:
             op.attrs[PIPELINED] = True
         loop.attrs[NUM_STAGES] = stages
 
 
-def hoist_invariant_conversions(func: ir.Operation) -> None:
-    """Move each `ttg.convert_layout` whose operand is defined outside its loop to before the loop
-    (repeatedly, out of nested loops), so the conversion runs once instead of every iteration."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(func.walk()):
-            if op.name != "ttg.convert_layout" or op.parent is None:
-                continue
-            loop = op.parent.parent_op
-            if loop is None or loop.name not in ("scf.for", "scf.while"):
-                continue
-            if not _defined_outside(op.operands[0], loop):
-                continue
-            op.parent.ops.remove(op)
-            outer = loop.parent
-            outer.insert(outer.ops.index(loop), op)
-            changed = True
+@dataclass(frozen=True)
+class Pipeline:
+    """The pass: multi-buffer the loads that feed matrix-unit dots with `num_stages` buffers (a loop's
+    `tl.range(num_stages=)` wins), as many as fit in `shared_memory` bytes."""
+    num_stages: int
+    shared_memory: int
+    name: str = "tritongpu-pipeline"
 
-
-def _defined_outside(v: ir.Value, loop: ir.Operation) -> bool:
-    owner = v.owner
-    if isinstance(v, ir.BlockArgument):
-        holder = owner.parent_op
-        return holder is not loop and not (holder is not None and loop.is_ancestor_of(holder))
-    return isinstance(owner, ir.Operation) and not loop.is_ancestor_of(owner)
+    def apply(self, module: ir.Module) -> None:
+        for func in module.functions:
+            pipeline_loops(func, self.num_stages, self.shared_memory)

@@ -1,11 +1,12 @@
-"""`tt.dot` on AMD matrix cores: MFMA (CDNA) and WMMA (RDNA3/4), see `amd_layouts.py`.
+"""`tt.dot` on AMD matrix cores: MFMA (CDNA) and WMMA (RDNA3/4), see `matrix_cores.py`.
 
 The work is split in two so that the data movement can be checked without a GPU:
 - `matrix_core_plan` decides, from the three linear layouts alone, which registers of A, B and C go
   into each instruction, in the order the instruction reads them (pure Python, simulated by
   `tests/amd/test_amd_matrix_cores.py` against a model of the instruction's lane semantics);
 - `lower_amd_dot` emits one intrinsic call per (C tile, K step) of that plan.
-Registers are found by their lane-independent coordinates (`register_offsets`), as in `dot.py`.
+Registers are found by their lane-independent coordinates (`register_offsets`), as in the core's
+`gpu/llvm/dot.py`. `AmdISA.dot_lowerings` hands `lower_amd_dot` to the core's `tt.dot` lowering.
 """
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Dict, List, Tuple
 
 import llvmlite.ir as llir
 
-from ... import ir
-from ...errors import CompilationError
-from ..amd_layouts import MatrixInstr
-from ..isa import F32, I32, call_intrinsic
-from ..linear_layout import LinearLayout
+from tilejit import ir
+from tilejit.errors import CompilationError
+from tilejit.gpu.isa import F32, I32, call_intrinsic
+from tilejit.gpu.linear_layout import LinearLayout
+
+from .matrix_cores import MatrixInstr
 
 Step = Tuple[List[int], List[int]]   # (A registers, B registers) read by one instruction
 

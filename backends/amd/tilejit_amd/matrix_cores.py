@@ -1,4 +1,4 @@
-"""AMD matrix cores for `tt.dot`: the MFMA (CDNA) and WMMA (RDNA3/4) instructions tilejit uses, and
+"""AMD matrix cores for `tt.dot` (the AMD backend's policy; the core only asks `AmdISA.matrix_units`): the MFMA (CDNA) and WMMA (RDNA3/4) instructions tilejit uses, and
 the TTGIR encodings of their accumulator and operands.
 
 Which lane holds which element comes from AMD's ISA documents (CDNA3 ISA, "Matrix fused multiply-add
@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from .layouts import EXTRA_ENCODINGS, DistributedEncoding, _build, _ints
-from .linear_layout import LinearLayout, log2_exact
+from tilejit.gpu.layouts import DistributedEncoding, _build, _ints
+from tilejit.gpu.linear_layout import LinearLayout, log2_exact
+from tilejit.gpu.target import DotSite, MatrixUnit
 
 CDNA = ("gfx90a", "gfx942", "gfx950")
 CDNA3_UP = ("gfx942", "gfx950")
@@ -95,7 +96,7 @@ class AmdMatrixEncoding(DistributedEncoding):
         return 2
 
     def instruction(self, operand: str) -> MatrixInstr:
-        from ..errors import CompilationError
+        from tilejit.errors import CompilationError
         for instr in INSTRUCTIONS:
             if (instr.kind, instr.operand, instr.m, instr.n, instr.k_width) == \
                     (self.kind, operand, self.tile[0], self.tile[1], self.k_width):
@@ -183,9 +184,12 @@ class AmdWmmaEncoding(AmdMatrixEncoding):
                 f"kWidth = {self.k_width}}}>")
 
 
-EXTRA_ENCODINGS["amd_mfma"] = lambda f: AmdMfmaEncoding(
-    f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f["instrShape"], f.get("kWidth", 4))
-EXTRA_ENCODINGS["amd_wmma"] = lambda f: AmdWmmaEncoding(f["version"], f["warpsPerCTA"], f.get("kWidth", 16))
+# The layouts this module adds to the TTGIR text form (`AmdISA.encoding_kinds`, a dialect context).
+ENCODING_KINDS = {
+    "amd_mfma": lambda f: AmdMfmaEncoding(f["versionMajor"], f["versionMinor"], f["warpsPerCTA"], f["instrShape"],
+                                          f.get("kWidth", 4)),
+    "amd_wmma": lambda f: AmdWmmaEncoding(f["version"], f["warpsPerCTA"], f.get("kWidth", 16)),
+}
 
 
 def spread_warps(m_tiles: int, n_tiles: int, num_warps: int) -> Tuple[int, int]:
@@ -218,3 +222,15 @@ def select_matrix_core(arch: str, warp_size: int, num_warps: int, a_elem: str, b
             return AmdMfmaEncoding(3 if arch in CDNA3_UP else 2, 0, (wm, wn), (instr.m, instr.n), instr.k_width)
         return AmdWmmaEncoding(1 if instr.kind == "wmma1" else 2, (wm, wn), instr.k_width)
     return None
+
+
+class AmdMatrixCores(MatrixUnit):
+    """The MFMA/WMMA instructions of one gfx arch, as a matrix unit for `accelerate-matmul`."""
+    name = "amd-matrix-cores"
+
+    def __init__(self, arch: str):
+        self.arch = arch
+
+    def layout(self, dot: DotSite):
+        return select_matrix_core(self.arch, dot.warp_size, dot.num_warps, dot.a_elem, dot.b_elem, dot.out_elem,
+                                  dot.shape if dot.rank == 2 else ())

@@ -1,0 +1,74 @@
+"""The NVIDIA matrix instructions `tt.dot` may use, as matrix units for the core's accelerate-matmul.
+
+- `Wgmma` (sm_90): `wgmma.mma_async` m64nNk16, all warps along M (each warpgroup of 4 warps one or
+  more 64-row blocks), B (and A when loaded there) read from shared memory by descriptor;
+- `MmaSync` (sm_80+): `mma.sync.m16n8k16`, warps spread over the tile.
+Both give `#ttg.nvidia_mma` layouts (version 3 and 2); a version-3 dot whose B does not stay in
+shared memory runs mma.sync on the same registers.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from tilejit import ir
+from .layouts import NvidiaMmaEncoding
+from tilejit.gpu.target import DotSite, MatrixUnit
+
+
+def mma_warps(shape, num_warps: int) -> Tuple[int, int]:
+    """mma.sync's warps over an M x N tile: along M while the rows per warp stay >= 32, else N."""
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if shape[0] // (16 * wm) >= shape[1] // (8 * wn) and shape[0] >= 32 * wm:
+            wm *= 2
+        elif shape[1] >= 16 * wn:
+            wn *= 2
+        else:
+            wm *= 2
+    return (wm, wn)
+
+
+def _fits_mma(dot: DotSite) -> bool:
+    """f16/bf16 operands of one type, an f32 accumulator, M, N, K multiples of 16, 8, 16."""
+    M, N, K = dot.shape
+    return (dot.rank == 2 and dot.a_elem in ("f16", "bf16") and dot.a_elem == dot.b_elem
+            and dot.out_elem == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
+
+
+class MmaSync(MatrixUnit):
+    name = "mma.sync.m16n8k16"
+
+    def layout(self, dot: DotSite) -> Optional[NvidiaMmaEncoding]:
+        if not _fits_mma(dot):
+            return None
+        M, N, _ = dot.shape
+        warps = dot.chained_warps() or mma_warps((M, N), dot.num_warps)
+        return NvidiaMmaEncoding(2, 0, warps, (16, 8))
+
+
+class Wgmma(MatrixUnit):
+    name = "wgmma.mma_async.m64nNk16"
+
+    def layout(self, dot: DotSite) -> Optional[NvidiaMmaEncoding]:
+        if not _fits_mma(dot):
+            return None
+        M, N, _ = dot.shape
+        # wgmma's warps are all along M: a chained dot (attention) takes it when its partner asked
+        # for that arrangement too, so P stays in registers between the two dots.
+        if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps):
+            return None
+        return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
+
+    @staticmethod
+    def _fits(op: ir.Operation, M: int, N: int, warps: int) -> bool:
+        """Each warpgroup (4 warps) one or more m64nNk16 row blocks (M a multiple of 16 * num_warps,
+        16 <= N <= 256 a power of two) and B loaded in the loop body of the dot, so that the pipeline
+        can leave it in shared memory for the descriptor. A is read through a descriptor too when it
+        is loaded there, else from registers (the mma.sync A fragment, which wgmma takes as is)."""
+        if warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
+            return False
+        loop = op.parent.parent_op if op.parent is not None else None
+        if loop is None or loop.name != "scf.for":
+            return False
+        b = op.operand("b")
+        return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is op.parent

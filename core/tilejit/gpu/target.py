@@ -1,0 +1,174 @@
+"""The target description: what a GPU backend tells the core about its GPU, as one object.
+
+A backend subclasses `TargetDescription` (`tilejit_nvidia/isa.py`, `tilejit_amd/isa.py`) and hands an
+instance to the core's passes and lowering; the core asks only this object, so a new GPU is a new
+description, not a change to the core. Most of it is data:
+
+- `warp_size`, `shared_memory` (bytes a CTA may use on this arch), `supports_async_copy` (global ->
+  shared copies without registers exist), `max_num_warps`;
+- `matrix_units`: the matrix instructions `tt.dot` may use, best first (`MatrixUnit`): each says, for
+  one dot, which result layout it gives (its register layout is a linear layout, `linear_layout.py`);
+  `accelerate-matmul` takes the first that accepts the dot, else the FMA dot;
+- `encoding_kinds`: the layouts the backend adds to the TTGIR text (a dialect context, ir/dialect.py);
+- `dot_lowerings`: per layout class of a dot's result, the function that lowers that `tt.dot` to LLVM;
+  `lowering_mixin`: the target's own hooks in the lowering (pipelined loops, shared-memory operands).
+
+The rest are hooks, for what cannot be data: the triple, kernel marking, special registers,
+barriers, shuffles, async copies, matrix loads, math symbols, printf.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple
+
+import llvmlite.ir as llir
+
+from .. import ir
+from ..errors import CompilationError
+from .isa import call_intrinsic
+
+
+@dataclass(frozen=True)
+class DotSite:
+    """What a matrix unit is told about one `tt.dot` (2-D or batched): its shape, element types, the
+    CTA's warps, and `chained_warps()`: the warp arrangement a dot chained to this one asks for."""
+    op: ir.Operation
+    shape: Tuple[int, int, int]    # M, N, K
+    rank: int
+    a_elem: str
+    b_elem: str
+    out_elem: str
+    num_warps: int
+    warp_size: int
+    chained_warps: Callable[[], Optional[Tuple[int, int]]]
+
+
+class MatrixUnit(abc.ABC):
+    """A matrix instruction (or family) that `tt.dot` may use; declared by a backend (with a `name`
+    for messages). `MatrixInstruction` (matrix.py) is one declared entirely as data."""
+
+    @abc.abstractmethod
+    def layout(self, dot: DotSite):
+        """The result layout this unit gives `dot`, or None when it cannot compute it."""
+
+
+class TargetDescription(abc.ABC):
+    """One GPU target: data (class attributes and properties) and hooks (methods)."""
+
+    triple: str = ""
+    data_layout: str = ""
+    shared_address_space: int = 3
+    global_address_space: int = 1
+
+    def __init__(self, arch, warp_size: int):
+        self.arch = arch
+        self.warp_size = warp_size
+
+    # -- data ----------------------------------------------------------------------------------
+    @property
+    def max_num_warps(self) -> int:
+        """The most warps a CTA may have (1024 threads)."""
+        return 1024 // self.warp_size
+
+    @property
+    def shared_memory(self) -> int:
+        """Bytes of shared memory one CTA may use on this arch."""
+        return 48 * 1024
+
+    @property
+    def supports_async_copy(self) -> bool:
+        """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""
+        return False
+
+    @property
+    def matrix_units(self) -> Tuple[MatrixUnit, ...]:
+        """The matrix instructions `tt.dot` may use, best first; () = every dot is an FMA dot."""
+        return ()
+
+    @property
+    def encoding_kinds(self) -> Dict[str, Callable[[dict], object]]:
+        """Layouts this target adds to the TTGIR text: kind -> fn(fields) -> encoding."""
+        return {}
+
+    @property
+    def dot_lowerings(self) -> Dict[type, Callable]:
+        """Layout class of a dot's result -> fn(lowering, op) that lowers the dot (else FMA)."""
+        return {}
+
+    @property
+    def lowering_mixin(self) -> Optional[type]:
+        """A class mixed into the core's `FunctionLowering` to fill its hooks (`lower_pipelined_for`,
+        `dot_operand_plan`, `convert_to_dot_operand`); None: the core's defaults."""
+        return None
+
+    # -- kernels -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
+        """Make `func` a kernel entry point for `threads_per_block` threads."""
+
+    def finish_kernel(self, func: llir.Function, threads_per_block: int, shared_bytes: int,
+                      pipelined_mma: bool) -> None:
+        """Called once the kernel is lowered (its shared memory is known): targets may add
+        occupancy hints. `pipelined_mma`: the kernel has a pipelined matrix-unit loop."""
+
+    # -- special registers ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def thread_id_x(self, builder: llir.IRBuilder):
+        """The thread's index in the CTA (i32)."""
+
+    @abc.abstractmethod
+    def program_id(self, builder: llir.IRBuilder, axis: int):
+        """The CTA's index along `axis` (i32)."""
+
+    @abc.abstractmethod
+    def num_programs(self, builder: llir.IRBuilder, axis: int):
+        """The grid's size along `axis` (i32)."""
+
+    # -- synchronization and communication -----------------------------------------------------
+    @abc.abstractmethod
+    def barrier(self, builder: llir.IRBuilder) -> None:
+        """All threads of the CTA wait here; shared memory written before is visible after."""
+
+    @abc.abstractmethod
+    def shuffle_xor(self, builder: llir.IRBuilder, value_i32, lane_mask: int, lane_id):
+        """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
+
+    # -- asynchronous copies and matrix loads (where `supports_async_copy`) -------------------------------
+    def warp_uniform(self, builder: llir.IRBuilder, value):
+        """`value`, known by the compiler to be the same in every lane of a warp (the warp index):
+        targets that can say so return it through an op the assembler sees as warp-uniform."""
+        return value
+
+    def async_copy(self, builder: llir.IRBuilder, dst_shared, src_global, nbytes: int, pred) -> None:
+        """Copy `nbytes` (4, 8 or 16) global -> shared without registers when `pred` (i1) is true;
+        write zeros (and read nothing) when it is false."""
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def async_commit(self, builder: llir.IRBuilder) -> None:
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def async_wait(self, builder: llir.IRBuilder, pending: int) -> None:
+        """Wait until at most `pending` committed groups of this thread's copies are in flight."""
+        raise CompilationError(f"{self.describe()} has no asynchronous copies")
+
+    def load_matrix(self, builder: llir.IRBuilder, ptr_shared, count: int, trans: bool):
+        """`count` (1, 2, 4) 8x8 16-bit matrices from shared memory; one i32 per matrix per lane."""
+        raise CompilationError(f"{self.describe()} has no matrix loads")
+
+    def trap(self, builder: llir.IRBuilder) -> None:
+        call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])
+
+    def assert_fail(self, builder: llir.IRBuilder, message: str, file: str, line: int, function: str) -> None:
+        """A failed `tl.device_assert`: report where (when the target can print), then stop the kernel."""
+        self.trap(builder)
+
+    # -- math ----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def math_symbol(self, op_name: str, type_):
+        """How to compute `op_name` (e.g. `math.exp`) for the LLVM float type `type_`:
+        ("intrinsic", "llvm.exp2.f32"), ("libcall", "__nv_expf"), or None when the core's
+        portable expansion (built from other math ops) must be used."""
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({self.arch})"
