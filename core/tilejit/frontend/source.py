@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from typing import Dict, Optional
 
 from .. import ir
 from ..errors import CompilationError
 from ..language import core as tl
+from ..runtime.launch_abi import tensordesc_parts
 from .codegen import CodeGenerator, ModuleContext
 from .recursion import deep_recursion
 from .values import is_jit_function, is_named_tuple_class, wrap
@@ -243,17 +243,9 @@ def _accepts_filename() -> bool:
     return len(inspect.signature(ir.parse_module).parameters) >= 2
 
 
-_TENSORDESC = re.compile(r"^tensordesc<\s*(\w+)\s*\[([\d,\s]*)\]\s*(,.*)?>$")
-
-
 def parse_tensordesc(type_string: str):
     """`tensordesc<fp16[64, 64]>` (Triton's signature of a host-side TensorDescriptor argument) ->
     (element dtype, block shape). The kernel receives the base pointer, the shape (i32) and the strides
-    (i64) and rebuilds the descriptor from them."""
-    match = _TENSORDESC.match(type_string)
-    if match is None:
-        raise TypeError(f"malformed tensor descriptor type {type_string!r} (expected e.g. 'tensordesc<fp16[64, 64]>')")
-    block_shape = [int(b) for b in match.group(2).replace(" ", "").split(",") if b]
-    if not block_shape:
-        raise TypeError(f"tensor descriptor type {type_string!r} has no block shape")
-    return tl.str_to_ty(match.group(1)), block_shape
+    (i64) and rebuilds the descriptor from them (the launch ABI passes those leaves)."""
+    element, block_shape = tensordesc_parts(type_string)
+    return tl.str_to_ty(element), block_shape

@@ -17,6 +17,7 @@ grid or a scalar means the same on every target (pointers: `tilejit.runtime.args
 from __future__ import annotations
 
 import math
+import re
 import struct
 
 from tilejit.errors import ArgumentTypeError, ArgumentValueError, GridError
@@ -58,15 +59,50 @@ def normalize_grid(grid, kernel: str | None = None) -> tuple[int, int, int]:
 
 # --- the runtime signature ----------------------------------------------------------------------
 
+_TENSORDESC = re.compile(r"^tensordesc<\s*(\w+)\s*\[([\d,\s]*)\]\s*(,.*)?>$")
+
+
+def tensordesc_parts(type_string: str) -> tuple[str, list[int]]:
+    """`tensordesc<fp16[64, 64]>` (Triton's signature of a host-side TensorDescriptor argument) ->
+    (element type string, block shape)."""
+    match = _TENSORDESC.match(type_string)
+    if match is None:
+        raise TypeError(f"malformed tensor descriptor type {type_string!r} (expected e.g. 'tensordesc<fp16[64, 64]>')")
+    block_shape = [int(b) for b in match.group(2).replace(" ", "").split(",") if b]
+    if not block_shape:
+        raise TypeError(f"tensor descriptor type {type_string!r} has no block shape")
+    return match.group(1), block_shape
+
+
+def _descriptor_leaves(name: str, type_string: str) -> dict:
+    """A host descriptor travels as its leaves (`TensorDescriptor.__getitem__`): the base pointer, the
+    shape (i32 each) and the strides (i64 each); the kernel rebuilds it with make_tensor_descriptor."""
+    element, block_shape = tensordesc_parts(type_string)
+    rank = len(block_shape)
+    leaves = {f"{name}.base": "*" + element}
+    leaves.update({f"{name}.shape{i}": "i32" for i in range(rank)})
+    leaves.update({f"{name}.stride{i}": "i64" for i in range(rank)})
+    return leaves
+
+
 def runtime_signature(metadata: dict) -> dict:
     """The launcher's parameters `{name: type}`: the kernel's signature without constexprs, in the
-    order the compiler recorded (`arg_order`), tuple elements flattened as the compiler names them."""
+    order the compiler recorded (`arg_order`), tuple elements flattened as the compiler names them,
+    and each host tensor descriptor as its leaves."""
     signature = metadata.get("signature") or {}
     constants = metadata.get("constants") or {}
     order = metadata.get("arg_order")
     if order is not None and all(name in signature for name in order):
-        return {name: signature[name] for name in order}
-    return {name: ty for name, ty in signature.items() if ty != "constexpr" and name not in constants}
+        entries = [(name, signature[name]) for name in order]
+    else:
+        entries = [(name, ty) for name, ty in signature.items() if ty != "constexpr" and name not in constants]
+    out = {}
+    for name, ty in entries:
+        if isinstance(ty, str) and ty.startswith("tensordesc<"):
+            out.update(_descriptor_leaves(name, ty))
+        else:
+            out[name] = ty
+    return out
 
 
 def runtime_parameters(signature, constants=None) -> tuple[list[str], list[str] | None]:
