@@ -58,8 +58,10 @@ def _misc_ops(x_ptr, i_ptr, h_ptr, o_ptr, BLOCK: tl.constexpr):
 def test_compiles_to_binary(kernel, sig, meta, target, tmp_path, monkeypatch):
     if target.startswith("cuda") and shutil.which("ptxas") is None:
         pytest.skip("ptxas not installed")
-    if target.startswith("hip") and shutil.which("ld.lld") is None:
-        pytest.skip("ld.lld not installed")
+    if target.startswith("hip"):
+        from tilejit_amd.toolchain import find_lld
+        if find_lld() is None:   # ld.lld, ld.lld-NN, or TILEJIT_LLD
+            pytest.skip("ld.lld not installed")
     monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
     compiled = kernel.warmup(*sig, grid=(1,), target=target, **meta)
     binary = compiled.asm["cubin" if target.startswith("cuda") else "hsaco"]
