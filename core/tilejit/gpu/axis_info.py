@@ -58,9 +58,10 @@ class AxisAnalysis:
 
     def __init__(self, func: ir.Operation):
         # Loop-carried values start as their initial value's info; after a walk, each is met with
-        # what the loop yields and the walk repeats until nothing changes (a fixpoint).
+        # what the loop yields (and with what it was: the facts only shrink, so the walks end) and
+        # the walk repeats until nothing changes (a fixpoint).
         self.loop_args: Dict[int, AxisInfo] = {}
-        for _ in range(4):
+        while True:
             self._walk(func)
             changed = False
             for op in func.walk():
@@ -69,6 +70,8 @@ class AxisAnalysis:
                 body = op.regions[0].blocks[0]
                 for k, arg in enumerate(body.args[1:]):
                     met = _meet(self.info(op.operand_group("inits")[k]), self.info(body.ops[-1].operands[k]))
+                    if id(arg) in self.loop_args:
+                        met = _meet(self.loop_args[id(arg)], met)
                     if self.loop_args.get(id(arg)) != met:
                         self.loop_args[id(arg)] = met
                         changed = True
@@ -88,7 +91,7 @@ class AxisAnalysis:
                 body = op.regions[0].blocks[0]
                 # The induction variable is lb + i * step: a multiple of what divides both (for
                 # `range(0, n, BLOCK)` that is BLOCK, so `off + tl.arange(0, BLOCK)` stays vectorizable).
-                lower, step = self.info(op.operands[0]), self.info(op.operands[2])
+                lower, step = self.info(op.operand("lower")), self.info(op.operand("step"))
                 self.infos[id(body.args[0])] = AxisInfo((1,), (gcd(lower.divisibility[0], step.divisibility[0]),),
                                                         (1,))
                 for k, arg in enumerate(body.args[1:]):
