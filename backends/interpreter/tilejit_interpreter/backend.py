@@ -58,6 +58,7 @@ def _sources_digest() -> str:
 
 class InterpreterBackend(BaseBackend):
     name = "interpreter"
+    api_version = 2
     options_class = InterpreterOptions
     cpu_fallback = True
 
