@@ -222,8 +222,13 @@ class MemorySemanticMixin:
         if scope not in _SCOPE:
             raise ValueError(f"atomic_{op}: scope must be one of {list(_SCOPE)}, got {scope!r}")
         elt = ptr.type.scalar.element_ty
-        if elt.primitive_bitwidth < 16 and op not in ("xchg",):
-            raise ValueError(f"atomic_{op} does not support {elt} (at least 16 bits)")
+        if op != "cas":
+            # Triton's element rules for read-modify-write atomics (every op but cas): no 16-bit
+            # integers, nothing under 16 bits, and fp16/bf16 only for add.
+            if elt in (tl.int16, tl.uint16) or elt.primitive_bitwidth < 16:
+                raise ValueError(f"atomic_{op} does not support {elt}")
+            if elt in (tl.float16, tl.bfloat16) and op != "add":
+                raise ValueError(f"atomic_{op} does not support {elt}")
         val = self.to_tensor(val)
         ptr, val = self.broadcast_values(ptr, val)
         val = self.cast(val, elt)
