@@ -344,6 +344,11 @@ class MemorySemanticMixin:
         if not isinstance(base, tl.tensor) or not base.type.is_ptr() or self._is_block_ptr(base):
             raise ValueError("make_tensor_descriptor: base must be a scalar pointer")
         block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
+        element_bytes = base.type.element_ty.primitive_bitwidth // 8
+        if block_shape and block_shape[-1] * element_bytes < 16:
+            # Triton's rule (a TMA box row is at least 16 bytes), kept on every target for parity.
+            raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
+                             f"{block_shape[-1]} * {element_bytes} = {block_shape[-1] * element_bytes} bytes")
         shape_v = self._int_list(shape, tl.int32, "make_tensor_descriptor shape")
         strides_v = self._int_list(strides, tl.int64, "make_tensor_descriptor strides")
         if not (len(shape_v) == len(strides_v) == len(block_shape)):
