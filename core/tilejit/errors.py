@@ -90,6 +90,20 @@ class InterpreterError(TilejitError):
         super().__init__((head + ": " if head else "") + message + (f"\n  at {context}" if context else ""))
 
 
+class InterpretedCompilationError(CompilationError, InterpreterError):
+    """A compile error in a kernel compiled for the interpreter. Triton's interpreter runs the
+    kernel's Python, so it reports these mistakes as `InterpreterError`; compiled Triton reports them
+    as `CompilationError`. Code written for either catches this one."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None, source_line: str | None = None, kernel: str | None = None):
+        self.program_id = None
+        self.message, self.file, self.line, self.col, self.kernel = message, file, line, col, kernel
+        self.source_line = source_line if source_line is not None else (
+            linecache.getline(file, line).rstrip("\n") if file and line else None)
+        TilejitError.__init__(self, self._render())
+
+
 class PTXASError(TilejitError):
     """ptxas rejected the generated PTX (Triton's `triton.runtime.errors.PTXASError`)."""
 

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 from .. import ir
 from .._constexpr import ConstexprFunction
-from ..errors import CompilationError
+from ..errors import CompilationError, InterpretedCompilationError
 from ..language import core as tl
 from ..language.semantic import Semantic
 from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
@@ -150,7 +150,10 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
     def error(self, node, message: str) -> CompilationError:
         line = self.line_offset + node.lineno if hasattr(node, "lineno") else None
         col = node.col_offset + 1 + self.col_offset if hasattr(node, "col_offset") else None
-        return CompilationError(message, self.file, line, col, kernel=self.fn.__name__)
+        # On the interpreter a compile error is also an InterpreterError, as Triton's interpreter reports it.
+        error_class = InterpretedCompilationError if getattr(self.ctx.target, "backend", None) == "interpreter" \
+            else CompilationError
+        return error_class(message, self.file, line, col, kernel=self.fn.__name__)
 
     def visit(self, node):
         if node is None:
@@ -439,6 +442,9 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if isinstance(obj, tl.tensor_descriptor):
             if attr in ("load", "store", "block_shape", "dtype", "shape", "strides", "type", "block_type"):
                 return getattr(obj, attr)
+            if attr in ("gather", "scatter"):  # written in tl (language/descriptor_rows.py)
+                from tilejit.language import descriptor_rows
+                return BoundMember(getattr(descriptor_rows, attr), obj)
             raise AttributeError(f"'tensor_descriptor' object has no attribute '{attr}'")
         if isinstance(obj, tuple):
             fields = tuple_fields(obj)

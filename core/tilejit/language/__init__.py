@@ -57,6 +57,10 @@ if random is not None:
 from .scaled_dot import dot_scaled  # noqa: E402
 __all__.append("dot_scaled")
 
+# `tl.atomic_poll`, written in `tl` (polling.py).
+from .polling import atomic_poll  # noqa: E402,F401
+__all__.append("atomic_poll")
+
 # `tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice` (Triton 3.x).
 from . import extra  # noqa: E402,F401
 __all__.append("extra")

@@ -185,8 +185,10 @@ _EXPONENT_BIAS = {"fp8e4nv": 7, "fp8e5": 15, "fp8e4b15": 15, "fp8e4b8": 8, "fp8e
 
 class dtype:
     """A scalar language type (`tl.float32`, `tl.uint8`, ...), or `void`."""
-    SINT_TYPES = ["int1", "int8", "int16", "int32", "int64"]
-    UINT_TYPES = ["uint8", "uint16", "uint32", "uint64"]
+    # Triton 3.x's class lists (its tests read them): int1 is listed with the unsigned types. The
+    # predicates below keep tilejit's reading of int1 as a signed 1-bit integer (its promotions).
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
     FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64"]
     STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]  # Triton 3.x's class lists, read by its tests
     OTHER_TYPES = ["void"]
@@ -214,8 +216,8 @@ class dtype:
     def is_bool(self): return self.name == "int1"
     def is_int1(self): return self.name == "int1"
     def is_int(self): return self.name in _SCALARS and _SCALARS[self.name][2] != "f"
-    def is_int_signed(self): return self.name in self.SINT_TYPES
-    def is_int_unsigned(self): return self.name in self.UINT_TYPES
+    def is_int_signed(self): return self.name in _SCALARS and _SCALARS[self.name][2] == "s"
+    def is_int_unsigned(self): return self.name in _SCALARS and _SCALARS[self.name][2] == "u"
     def is_floating(self): return self.name in self.FP_TYPES
     def is_standard_floating(self): return self.name in ("fp16", "bf16", "fp32", "fp64")
     def is_fp8(self): return self.name.startswith("fp8")
@@ -538,7 +540,7 @@ tensor.__hash__ = object.__hash__
 # Names `x.<name>(...)` resolves to `tl.<name>(x, ...)` (Triton's tensor member functions).
 TENSOR_MEMBER_FUNCTIONS = frozenset("""
 reshape view trans permute expand_dims broadcast_to ravel split sum max min argmax argmin xor_sum
-reduce_or cumsum cumprod sort flip reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
+reduce_or cumsum cumprod sort topk flip item atomic_poll reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
 sin cos abs floor ceil erf cast store advance join softmax logical_and logical_or
 """.split())
 

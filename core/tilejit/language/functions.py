@@ -18,7 +18,7 @@ __all__ = [
     "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi", "dot", "atomic_add", "atomic_max",
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "reduce",
     "associative_scan", "reshape", "view", "expand_dims", "broadcast", "broadcast_to", "trans", "permute",
-    "join", "split", "cat", "gather", "histogram", "static_assert", "static_print", "device_print",
+    "join", "split", "cat", "item", "gather", "histogram", "static_assert", "static_print", "device_print",
     "device_assert", "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range",
     "static_range", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil",
     "erf", "PropagateNan", "inline_asm_elementwise", "add", "sub", "mul", "map_elementwise", "async_task",
@@ -345,8 +345,18 @@ def split(a, _semantic=None):
 
 
 @builtin
-def cat(input, other, can_reorder=False, _semantic=None):
-    return _semantic.cat(input, other, bool(_unwrap_if_constexpr(can_reorder)))
+def cat(input, other, can_reorder=False, dim=0, _semantic=None):
+    """Concatenate two blocks of the same shape along `dim` (Triton 3.x). `can_reorder=True` is
+    Triton's deprecated hint: 1-D blocks joined in an order the compiler may choose."""
+    if _unwrap_if_constexpr(can_reorder):
+        return _semantic.cat(input, other, True)
+    return _semantic.cat_along(input, other, _unwrap_if_constexpr(dim))
+
+
+@builtin
+def item(input, _semantic=None):
+    """A single-element tensor as a scalar (Triton 3.x's `x.item()`)."""
+    return _semantic.unsplat(input)
 
 
 @builtin

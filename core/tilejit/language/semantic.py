@@ -592,6 +592,39 @@ class Semantic(MemorySemanticMixin):
         shape[0] *= 2
         return self.create("tt.cat", [a, b], tl.block_type(a.type.scalar, shape))
 
+    def unsplat(self, x):
+        x = self.to_tensor(x)
+        if not x.type.is_block():
+            return x
+        if x.type.numel != 1:
+            raise ValueError(f"item(): can only convert a single-element tensor to a scalar, got shape "
+                             f"{list(x.type.shape)}")
+        # Two copies of the element split into two scalars (tt.split of a [2] block), so no new op
+        # is needed on any backend.
+        pair = self.broadcast_to(self.reshape(x, [1]), [2])
+        return self.split(pair)[0]
+
+    def cat_along(self, a, b, dim):
+        """Concatenation in order along `dim`, as Triton writes it: join adds a minor axis of 2,
+        which is moved in front of `dim` and merged into it."""
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        shape_a = list(a.type.shape) if a.type.is_block() else []
+        shape_b = list(b.type.shape) if b.type.is_block() else []
+        if len(shape_a) != len(shape_b) or not shape_a:
+            raise ValueError(f"tl.cat: tensors must have the same rank (at least 1), got {shape_a} and {shape_b}")
+        if shape_a != shape_b:
+            raise ValueError(f"tl.cat requires tensors of the same shape, got {shape_a} and {shape_b}")
+        rank = len(shape_a)
+        if not isinstance(dim, int) or not -rank <= dim < rank:
+            raise ValueError(f"tl.cat: dim must be an integer in [{-rank}, {rank}), got {dim!r}")
+        dim %= rank
+        joined = self.join(a, b)
+        order = list(range(rank))
+        order.insert(dim, rank)
+        shape = list(shape_a)
+        shape[dim] *= 2
+        return self.reshape(self.permute(joined, order), shape)
+
     def subscript(self, x: tl.tensor, slices):
         from .structure import as_python_index
         slices = as_python_index(slices)

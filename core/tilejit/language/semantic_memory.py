@@ -222,8 +222,13 @@ class MemorySemanticMixin:
         if scope not in _SCOPE:
             raise ValueError(f"atomic_{op}: scope must be one of {list(_SCOPE)}, got {scope!r}")
         elt = ptr.type.scalar.element_ty
-        if elt.primitive_bitwidth < 16 and op not in ("xchg",):
-            raise ValueError(f"atomic_{op} does not support {elt} (at least 16 bits)")
+        if op != "cas":
+            # Triton's element rules for read-modify-write atomics (every op but cas): no 16-bit
+            # integers, nothing under 16 bits, and fp16/bf16 only for add.
+            if elt in (tl.int16, tl.uint16) or elt.primitive_bitwidth < 16:
+                raise ValueError(f"atomic_{op} does not support {elt}")
+            if elt in (tl.float16, tl.bfloat16) and op != "add":
+                raise ValueError(f"atomic_{op} does not support {elt}")
         val = self.to_tensor(val)
         ptr, val = self.broadcast_values(ptr, val)
         val = self.cast(val, elt)
@@ -339,6 +344,11 @@ class MemorySemanticMixin:
         if not isinstance(base, tl.tensor) or not base.type.is_ptr() or self._is_block_ptr(base):
             raise ValueError("make_tensor_descriptor: base must be a scalar pointer")
         block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
+        element_bytes = base.type.element_ty.primitive_bitwidth // 8
+        if block_shape and block_shape[-1] * element_bytes < 16:
+            # Triton's rule (a TMA box row is at least 16 bytes), kept on every target for parity.
+            raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
+                             f"{block_shape[-1]} * {element_bytes} = {block_shape[-1] * element_bytes} bytes")
         shape_v = self._int_list(shape, tl.int32, "make_tensor_descriptor shape")
         strides_v = self._int_list(strides, tl.int64, "make_tensor_descriptor strides")
         if not (len(shape_v) == len(strides_v) == len(block_shape)):

@@ -111,6 +111,18 @@ def _innermost_axis(h, bit, _semantic=None):
     return core.constexpr(len(_shape_of(h)) - 1 - _unwrap(bit))
 
 
+@_compile_time
+def _top_k_log2(k, log_n):
+    if not core.is_power_of_two(k) or k > (1 << log_n):
+        raise ValueError(f"topk: k must be a power of two no larger than the dimension ({1 << log_n}), got {k}")
+    return k.bit_length() - 1
+
+
+@core.builtin
+def _last_axis(x, _semantic=None):
+    return core.constexpr(len(_shape_of(x)) - 1)
+
+
 @core.builtin
 def _top_k_shape(x, log_k, _semantic=None):
     return core.constexpr(_shape_of(x)[:-1] + [1 << _unwrap(log_k)])
@@ -492,17 +504,26 @@ def sort_impl(x, k: core.constexpr = None, dim: core.constexpr = None, descendin
     if k is None:
         log_k: core.constexpr = log_n
     else:
-        log_k: core.constexpr = _log2(k)
-    h = core.reshape(x, _hypercube_shape(x))
-    for i in core.static_range(1, log_k + 1):
-        h = _bitonic_merge_hypercube(h, i, _merge_order(i, log_n, descending))
-    for i in core.static_range(log_k + 1, log_n + 1):
+        log_k: core.constexpr = _top_k_log2(k, log_n)
+    if log_k == 0:
+        # One element per row (k == 1, or a dimension of size 1): a reduction, since the network
+        # below would shrink the hypercube to a 0-d block.
         if descending:
-            h = core.reduce(h, _innermost_axis(h, log_k), _elementwise_max)
+            out = max(x, axis=_last_axis(x), keep_dims=True)
         else:
-            h = core.reduce(h, _innermost_axis(h, log_k), _elementwise_min)
-        h = _bitonic_merge_hypercube(h, log_k, _merge_order(i, log_n, descending))
-    return core.reshape(h, _top_k_shape(x, log_k))
+            out = min(x, axis=_last_axis(x), keep_dims=True)
+    else:
+        h = core.reshape(x, _hypercube_shape(x))
+        for i in core.static_range(1, log_k + 1):
+            h = _bitonic_merge_hypercube(h, i, _merge_order(i, log_n, descending))
+        for i in core.static_range(log_k + 1, log_n + 1):
+            if descending:
+                h = core.reduce(h, _innermost_axis(h, log_k), _elementwise_max)
+            else:
+                h = core.reduce(h, _innermost_axis(h, log_k), _elementwise_min)
+            h = _bitonic_merge_hypercube(h, log_k, _merge_order(i, log_n, descending))
+        out = core.reshape(h, _top_k_shape(x, log_k))
+    return out
 
 
 @jit
@@ -512,9 +533,10 @@ def sort(x, dim: core.constexpr = None, descending: core.constexpr = False):
 
 
 @jit
-def topk(x, k: core.constexpr, dim: core.constexpr = None):
-    """The `k` largest values of the last dimension of `x`, in descending order."""
-    return sort_impl(x, k=k, dim=dim, descending=True)
+def topk(x, k: core.constexpr, dim: core.constexpr = None, descending: core.constexpr = True):
+    """The `k` largest values of the last dimension of `x`, largest first (with
+    `descending=False`: the `k` smallest, smallest first)."""
+    return sort_impl(x, k=k, dim=dim, descending=descending)
 
 
 @jit
