@@ -237,3 +237,23 @@ def test_atomic_cas_only_first_wins(device):
     assert 1 <= winner <= 8
     assert old[winner - 1] == 0  # the winner saw the unlocked value
     assert np.count_nonzero(old == 0) == 1 and np.all(old[old != 0] == winner)
+
+
+@tilejit.jit
+def _atomic_old_values_summed(counter_ptr, out_ptr, N: tl.constexpr):
+    # N elements over 4 warps: most threads hold copies of an element and skip the atomic itself,
+    # yet every thread must see the old values the owners got (the sum crosses lanes and warps).
+    old = tl.atomic_add(counter_ptr + tl.arange(0, N), 1)
+    tl.store(out_ptr, tl.sum(old, axis=0))
+    swapped = tl.atomic_cas(counter_ptr + tl.arange(0, N), old + 1, old + 10)
+    tl.store(out_ptr + 1, tl.sum(swapped, axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_atomic_old_values_reach_every_copy_of_an_element(device, dtype):
+    start = np.arange(4, dtype=dtype) * 3
+    counter = device.tensor(start)
+    out = device.zeros(2, dtype)
+    _atomic_old_values_summed[(1,)](counter, out, N=4, num_warps=4)
+    np.testing.assert_array_equal(device.numpy(out), [start.sum(), (start + 1).sum()])
+    np.testing.assert_array_equal(device.numpy(counter), start + 10)

@@ -24,6 +24,25 @@ def _row_major_index(b, coords, shape):
     return idx if idx is not None else llir.Constant(I32, 0)
 
 
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _byte_size(ty) -> int:
+    """Bytes of an LLVM scalar type (integers by width, floats by kind)."""
+    if isinstance(ty, llir.IntType):
+        return max(1, ty.width // 8)
+    return {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(ty)]
+
+
+def _has_replicas(layout) -> bool:
+    """Whether some lane or warp bit of `layout` maps to no element (threads holding copies)."""
+    return any(not any(basis) for basis in list(layout.lanes) + list(layout.warps))
+
+
 class TensorOps:
     TENSOR_HANDLERS = {
         "arith.constant": "lower_constant", "tt.get_program_id": "lower_program_id",
@@ -363,6 +382,21 @@ class TensorOps:
             self._guarded(owner, lambda: self.b.store(results[0], slot) and None)
             self.isa.barrier(self.b)
             results = [self.b.load(slot, typ=elem)]
+            self.isa.barrier(self.b)
+        elif op.result.has_uses() and _has_replicas(layout):
+            # Replicas skipped the atomic and hold no old value: the owners publish theirs through
+            # the scratch, indexed by element, and every thread reads back its own elements (a loop
+            # over atomic_cas results, as tl.atomic_poll makes, never ended in the replica lanes).
+            shape = ptr.type.shape
+            self.smem_base(max(1, _numel(shape)) * _byte_size(elem))
+            slots = [self.smem_ptr(elem, _row_major_index(self.b, coords, shape))
+                     for coords in self.element_coords(layout)]
+            self.isa.barrier(self.b)
+            for i, (value, slot) in enumerate(zip(results, slots)):
+                cond = owner if masks is None else self.b.and_(owner, masks[i])
+                self._guarded(cond, lambda value=value, slot=slot: self.b.store(value, slot) and None)
+            self.isa.barrier(self.b)
+            results = [self.b.load(slot, typ=elem) for slot in slots]
             self.isa.barrier(self.b)
         self.set(op.result, results)
 
