@@ -130,6 +130,15 @@ def _flat_signature(signature: dict) -> dict:
         if isinstance(entry, (tuple, list)):
             for i, element in enumerate(entry):
                 walk(f"{name}[{i}]", element)
+        elif isinstance(entry, str) and entry.startswith("tensordesc<"):
+            # A host-side tensor descriptor travels as its base pointer, shape (i32) and strides (i64).
+            element = entry[len("tensordesc<"):].split("[", 1)[0].strip()
+            rank = len([d for d in entry.split("[", 1)[1].split("]", 1)[0].split(",") if d.strip()])
+            flat[f"{name}.base"] = "*" + element
+            for i in range(rank):
+                flat[f"{name}.shape[{i}]"] = "i32"
+            for i in range(rank):
+                flat[f"{name}.strides[{i}]"] = "i64"
         else:
             flat[name] = str(entry)
 
