@@ -14,10 +14,13 @@ compares both with the model and with the interpreter.
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +86,9 @@ def main(argv=None) -> int:
     parser.add_argument("--progress", type=int, default=0, help="print the counts every N seeds")
     parser.add_argument("--show", action="store_true", help="print the kernel of every failing seed")
     args = parser.parse_args(argv)
-    os.environ.setdefault("TILEJIT_CACHE_DIR", os.path.join("/tmp", f"tilejit-fuzz-cache-{os.getpid()}"))
+    if "TILEJIT_CACHE_DIR" not in os.environ:  # thousands of one-off kernels: a cache of their own, removed after
+        os.environ["TILEJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilejit-fuzz-cache-")
+        atexit.register(shutil.rmtree, os.environ["TILEJIT_CACHE_DIR"], True)
     targets = tuple(t for t in args.targets.split(",") if t)
     excluded = tuple(f for f in args.exclude.split(",") if f)
     counts: collections.Counter = collections.Counter()

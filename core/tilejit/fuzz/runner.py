@@ -5,9 +5,11 @@ A case's kernel is written to a file and imported (`@jit` reads its function's s
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import importlib.util
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -48,6 +50,7 @@ def load_kernel(case: Case, module: str = "tilejit"):
     global _module_dir
     if _module_dir is None:
         _module_dir = tempfile.mkdtemp(prefix="tilejit-fuzz-")
+        atexit.register(shutil.rmtree, _module_dir, True)
     name = f"fuzz_{module}_{case.seed}"
     path = os.path.join(_module_dir, name + ".py")
     with open(path, "w", encoding="utf-8") as f:
