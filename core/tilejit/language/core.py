@@ -540,7 +540,7 @@ tensor.__hash__ = object.__hash__
 # Names `x.<name>(...)` resolves to `tl.<name>(x, ...)` (Triton's tensor member functions).
 TENSOR_MEMBER_FUNCTIONS = frozenset("""
 reshape view trans permute expand_dims broadcast_to ravel split sum max min argmax argmin xor_sum
-reduce_or cumsum cumprod sort topk flip item atomic_poll reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
+reduce_or cumsum cumprod sort flip item atomic_poll reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
 sin cos abs floor ceil erf cast store advance join softmax logical_and logical_or
 """.split())
 
