@@ -17,9 +17,6 @@ def _cumprod_int8(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, r)
 
 
-@pytest.mark.xfail(strict=True, reason="tl.cumprod of int8/int16/uint8/uint16 keeps the narrow type and wraps "
-                                       "there; Triton widens to int32/uint32 first, as tl.sum and tl.cumsum do "
-                                       "(fuzzer seed 17)")
 def test_cumprod_of_narrow_integers_widens_to_32_bits():
     x = np.full(8, 3, dtype=np.int8)
     out = np.zeros(8, dtype=np.int32)
@@ -55,9 +52,6 @@ def _shift_right(x_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, r)
 
 
-@pytest.mark.xfail(strict=True, reason="int32 >> uint32 shifts logically; Triton promotes to uint32 and shifts "
-                                       "arithmetically because the left operand is signed (fuzzer seeds 338, "
-                                       "2326: int16 >> uint64)")
 def test_signed_shifted_right_by_unsigned_is_arithmetic():
     x = np.array([-16, -1, 16, -2**31], dtype=np.int32)
     s = np.array([2, 31, 2, 4], dtype=np.uint32)

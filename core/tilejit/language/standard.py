@@ -461,9 +461,10 @@ def _prod_combine(a, b):
 
 
 @jit
-def cumprod(input, axis=0, reverse=False):
-    """Inclusive prefix product along `axis` (from the end when `reverse`)."""
-    input = _promote_bfloat16_to_float32(input)
+def cumprod(input, axis=0, reverse=False, dtype: core.constexpr = None):
+    """Inclusive prefix product along `axis` (from the end when `reverse`); integers narrower than
+    32 bits are multiplied in 32 bits of the same signedness, as Triton 3.9 does (and as `cumsum`)."""
+    input = _sum_input(input, dtype, True)
     return core.associative_scan(input, axis, _prod_combine, reverse)
 
 
