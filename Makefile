@@ -7,10 +7,10 @@ VENV := .venv
 VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tilejit-setup-stamp
 SETUP_INPUTS := Makefile pyproject.toml $(wildcard backends/*/pyproject.toml)
-TEST_DEPS := pytest "filecheck>=1.0,<2" pyelftools msgpack matplotlib
+TEST_DEPS := pytest "filecheck>=1.0,<2" pyelftools msgpack matplotlib "ruff>=0.17,<0.18"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: all setup demo test system-tools clean
+.PHONY: all setup demo test lint system-tools clean
 
 all: test
 
@@ -49,7 +49,11 @@ system-tools:
 demo: $(STAMP)
 	$(VENV)/bin/tilejit demo
 
-test: $(STAMP)
+# The lint step (ruff, configured in pyproject.toml) runs first: CI fails on a lint error as on a test.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: lint
 	$(VENV_PY) -m pytest -q tests
 
 clean:

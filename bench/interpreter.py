@@ -171,13 +171,13 @@ def main():
         is_launch = key == "launch"
         # A launch is timed as a loop of `--launches` launches (per sample), the others one by one.
         loop = args.launches if is_launch else 1
-        t_ours = _time(_repeated(lambda: launch(tilejit_kernels, arrays), loop), reps=args.reps) / loop
+        t_ours = _time(_repeated(lambda: launch(tilejit_kernels, arrays), loop), reps=args.reps) / loop  # noqa: B023
         _check(label, "tilejit", arrays, reference, tol, lambda x: x)
         t_triton = None
         if triton_kernels is not None:
             tensors = {k: torch.from_numpy(v.copy()) for k, v in arrays.items()}
             triton_loop = max(1, loop // 50)  # Triton's interpreter is ~100x slower per launch
-            t_triton = _time(_repeated(lambda: launch(triton_kernels, tensors), triton_loop),
+            t_triton = _time(_repeated(lambda: launch(triton_kernels, tensors), triton_loop),  # noqa: B023
                              reps=args.triton_reps) / triton_loop
             _check(label, "Triton", tensors, reference, tol, lambda x: x.numpy())
         unit, scale = ("us", 1e6) if is_launch else ("ms", 1e3)

@@ -78,7 +78,8 @@ class _TritonDistribution(importlib.metadata.Distribution):
 class TritonAliasFinder(importlib.abc.MetaPathFinder):
     """Finds `triton` and `triton.*` as tilejit modules (first on `sys.meta_path`)."""
 
-    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+    def find_distributions(self, context=None):
+        context = context if context is not None else importlib.metadata.DistributionFinder.Context()
         if context.name is None or context.name.lower().replace("_", "-") == "triton":
             yield _TritonDistribution()
 

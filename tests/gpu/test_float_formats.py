@@ -130,6 +130,6 @@ def test_storage_float_constants_are_lowered_as_their_bits(a, b, tmp_path, monke
     assert constants, llir_text
     for width, value in constants:
         name = "bf16" if width == 16 else "f8E4M3FN"
-        decode = _jit_map(lambda bld, c: decode_to_f32(bld, c, name), llir.IntType(width), F32,
+        decode = _jit_map(lambda bld, c: decode_to_f32(bld, c, name), llir.IntType(width), F32,  # noqa: B023
                           np.uint16 if width == 16 else np.uint8, np.float32)
         assert decode(np.array([value & ((1 << width) - 1)]))[0] == 1.0

@@ -33,10 +33,10 @@ def test_cache_size_suffixes(monkeypatch, raw, expected):
 def test_bad_values_name_the_variable(monkeypatch):
     monkeypatch.setenv("TILEJIT_CACHE_MAX_BYTES", "lots")
     with pytest.raises(KnobError, match="TILEJIT_CACHE_MAX_BYTES"):
-        knobs.cache_max_bytes
+        knobs.cache_max_bytes  # noqa: B018
     monkeypatch.setenv("TILEJIT_DEBUG", "maybe")
     with pytest.raises(KnobError, match="TILEJIT_DEBUG"):
-        knobs.debug
+        knobs.debug  # noqa: B018
 
 
 def test_triton_interpret_is_honoured(monkeypatch):

@@ -186,7 +186,7 @@ def _group_jobs(jobs) -> Tuple[MatrixGroup, ...]:
         later = sorted(c[0] for c in left if c[1] == k and c[0] > nk)
         dn = (later[0] - nk, 0) if later else None
         dk = (0, 8)
-        add = lambda d: (nk + d[0], k + d[1])  # noqa: E731
+        add = lambda d: (nk + d[0], k + d[1])  # noqa: E731, B023
         if dn and all(c in left for c in (add(dn), add(dk), (nk + dn[0], k + 8))):
             corners, step0, step1 = [(nk, k), add(dn), add(dk), (nk + dn[0], k + 8)], dn, dk
         elif all(c in left for c in ((nk, k + 8), (nk, k + 16), (nk, k + 24))):   # one nonK tile: along K

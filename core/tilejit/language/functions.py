@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import builtins as _py
 
-from .core import (builtin, constexpr, tensor, dtype, block_type, pointer_type, _unwrap_if_constexpr,
-                   float32, int32, int64, uint32, int1, float16, bfloat16)
+from .core import (builtin, constexpr, tensor, _unwrap_if_constexpr,
+                   float32, int32, int64, uint32)
 from .semantic_memory import _const_int_list
 
 __all__ = [

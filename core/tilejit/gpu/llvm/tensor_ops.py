@@ -326,7 +326,7 @@ class TensorOps:
             default = llir.Constant(vty, None)
             for i in range(vec):
                 default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
-            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, volatile), default)
+            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, volatile), default)  # noqa: B023
             out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
         self.set(op.result, out)
 
