@@ -80,6 +80,9 @@ def test_add_sanitizes_integer_overflow_in_debug_mode(device):
         return
     with pytest.raises((AssertionError, tilejit.TilejitError), match="int32 overflow detected"):
         _sanitized_add_kernel[(1,)](device.tensor(x), device.tensor(np.ones(4, np.int32)), out)
+    # the compile option turns the check off, as in Triton: the sum wraps
+    _sanitized_add_kernel[(1,)](device.tensor(x), device.tensor(np.ones(4, np.int32)), out, sanitize_overflow=False)
+    np.testing.assert_array_equal(device.numpy(out), (x.astype(np.int64) + 1).astype(np.int32))
 
 
 # -- async_task ---------------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ class BaseOptions:
     num_ctas: int = 1
     num_stages: int = 3
     debug: bool = False
-    sanitize_overflow: bool = False
+    # With `debug`, tl.add/sub/mul check integer overflow (Triton's default is on as well).
+    sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
 
     def __post_init__(self):

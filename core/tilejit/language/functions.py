@@ -219,13 +219,15 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
 
 
 def _sanitized_binary(sem, method: str, x, y, sanitize_overflow):
-    """`x <op> y` as the operator computes it; with `sanitize_overflow` and a `debug` compilation,
-    integer operands narrower than 64 bits are also computed in int64 and a device assert checks
-    that the result fits the operand type (Triton 3.x's overflow sanitizer)."""
+    """`x <op> y` as the operator computes it; with `sanitize_overflow` (the argument and the compile
+    option, both on by default) and a `debug` compilation, integer operands narrower than 64 bits are
+    also computed in int64 and a device assert checks that the result fits the operand type (Triton
+    3.x's overflow sanitizer)."""
     result = getattr(sem, method)(x, y)
     ty = result.type.scalar
     debug = bool(getattr(sem.options, "debug", False))
-    if not (_unwrap_if_constexpr(sanitize_overflow) and debug and ty.is_int() and not ty.is_bool()
+    enabled = _unwrap_if_constexpr(sanitize_overflow) and bool(getattr(sem.options, "sanitize_overflow", True))
+    if not (enabled and debug and ty.is_int() and not ty.is_bool()
             and ty.int_bitwidth < 64):
         return result
     a, b = sem.binary_operands(x, y)
