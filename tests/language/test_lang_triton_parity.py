@@ -260,14 +260,10 @@ def _tf32_operand(rng, shape):
 
 
 def _needs_tf32_lowering(device, request, precision="tf32"):
-    """The CUDA lowering runs tf32 on mma.sync; tf32x3, bf16x3 and bf16x6 are not lowered yet (fp32
-    FMAs): expected to fail there until they are; the test still runs, so an XPASS shows when it is done."""
-    if device.is_gpu:
-        if device.name == "hip":
-            pytest.skip("tf32 is NVIDIA's (and CDNA3's): the AMD backend's precisions are not set yet")
-        if precision != "tf32":
-            request.node.add_marker(pytest.mark.xfail(reason="CUDA lowering of inputPrecision pending",
-                                                      strict=False))
+    """CUDA runs tf32 on mma.sync .tf32 and tf32x3 / bf16x3 / bf16x6 as chains of tf32 / bf16 dots
+    (`tritongpu-split-f32-dots`); the AMD backend's precisions are Triton's HIP list."""
+    if device.is_gpu and device.name == "hip":
+        pytest.skip("tf32 is NVIDIA's (and CDNA3's): the AMD backend's precisions are not set yet")
 
 
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3", "bf16x3", "bf16x6", "ieee"])

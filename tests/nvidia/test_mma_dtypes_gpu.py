@@ -1,5 +1,6 @@
 """Tensor-core tl.dot beyond f16/bf16 on a real NVIDIA GPU (sm_80+), checked against torch: fp32 with
-input_precision tf32 (mma.sync .tf32: the operands' low 13 mantissa bits ignored), "ieee" (FMAs),
+input_precision tf32 (mma.sync .tf32: the operands' low 13 mantissa bits ignored), tf32x3 / bf16x3 /
+bf16x6 (chains of tf32 / bf16 dots), "ieee" (FMAs),
 int8 -> int32 (mma.sync .s8, exact), fp8 e4m3 / e5m2 (upcast to f16, exact products), in a K loop
 and in one tile, 4 and 8 warps. The PTX is checked for the instruction. Skips without such a GPU."""
 import pytest
@@ -60,6 +61,15 @@ def test_tf32_dot_matches_torch_on_truncated_inputs(BM, BN, BK, warps, b_t):
     torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-4)
     full = a.double() @ b.double()
     assert (c.double() - full).abs().max() > 1e-4   # the low bits really were dropped
+
+
+@pytest.mark.parametrize("prec,rtol", [("tf32x3", 2e-6), ("bf16x3", 2e-5), ("bf16x6", 2e-6)])
+def test_split_precisions_run_on_tensor_cores_and_are_close_to_fp32(prec, rtol):
+    torch.manual_seed(4)
+    a, b = torch.rand(128, 96, device="cuda") + 0.5, torch.rand(96, 128, device="cuda") + 0.5
+    c, ptx = _run(a, b, torch.float32, prec, 64, 64, 32, 4)
+    assert "mma.sync" in ptx
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=rtol, atol=0)
 
 
 def test_ieee_dot_stays_exact_fp32():
