@@ -40,6 +40,10 @@ def pytest_configure(config):
                 compiled = original(src, target=other, options=gpu_options)
                 record["stages"] = list(compiled.asm)
             except Exception as exc:   # every failure is recorded, none hides the others
+                if "input_precision must be one of" in str(exc):
+                    # The target's language rules reject the kernel, as Triton's do (tf32x3 on AMD):
+                    # no lowering failed, and there is no binary to record.
+                    continue
                 record.update(ok=False, error=f"{type(exc).__name__}: {exc}"[:2000],
                               where=traceback.format_exc(limit=-3)[-1500:])
             if report:

@@ -259,20 +259,18 @@ def _tf32_operand(rng, shape):
     return x
 
 
-def _needs_tf32_lowering(device, request):
-    """The CUDA lowering does not honour inputPrecision yet (fp32 FMAs for every fp32 dot): expected to
-    fail there until it does; the test still runs, so an XPASS shows when it is done."""
-    if device.is_gpu:
-        if device.name == "hip":
-            pytest.skip("tf32 is NVIDIA's (and CDNA3's): the AMD backend's precisions are not set yet")
-        request.node.add_marker(pytest.mark.xfail(reason="CUDA lowering of inputPrecision pending", strict=False))
+def _needs_tf32_lowering(device, request, precision="tf32"):
+    """CUDA runs tf32 on mma.sync .tf32 and tf32x3 / bf16x3 / bf16x6 as chains of tf32 / bf16 dots
+    (`tritongpu-split-f32-dots`); the AMD backend's precisions are Triton's HIP list."""
+    if device.is_gpu and device.name == "hip":
+        pytest.skip("tf32 is NVIDIA's (and CDNA3's): the AMD backend's precisions are not set yet")
 
 
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3", "bf16x3", "bf16x6", "ieee"])
 def test_fp32_dot_input_rounding_matches_tensor_cores(device, precision, request):
     """With B the identity every output is one product, so the result is the A the hardware read."""
     if precision != "ieee":
-        _needs_tf32_lowering(device, request)
+        _needs_tf32_lowering(device, request, precision)
     rng = np.random.default_rng(3)
     a = _tf32_operand(rng, (16, 16))
     out = device.zeros((16, 16), np.float32)

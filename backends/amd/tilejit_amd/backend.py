@@ -11,6 +11,9 @@ from tilejit.gpu.backend import GPUBackend
 @dataclass(frozen=True)
 class HIPOptions(BaseOptions):
     waves_per_eu: int = 0
+    # The fp32 `tl.dot` input precisions (Triton's HIP list; CDNA3 adds "tf32", `HIPBackend.parse_options`):
+    # without "tf32" an fp32 dot defaults to "ieee".
+    allowed_dot_input_precisions: tuple = ("ieee", "bf16x3", "bf16x6")
 
 
 class HIPBackend(GPUBackend):
@@ -28,6 +31,15 @@ class HIPBackend(GPUBackend):
         lld = toolchain.find_lld()
         lld_version = toolchain.lld_version(lld) if lld else None
         return f"lld{'.'.join(map(str, lld_version)) if lld_version else 'none'}"
+
+    def parse_options(self, options=None):
+        """As GPUBackend's; on gfx942 (CDNA3, xf32 MFMA) "tf32" is allowed too, as Triton does."""
+        if not isinstance(options, HIPOptions):
+            options = dict(options or {})
+            if self.target.arch == "gfx942" and "allowed_dot_input_precisions" not in options:
+                options["allowed_dot_input_precisions"] = tuple(sorted(HIPOptions.allowed_dot_input_precisions
+                                                                       + ("tf32",)))
+        return super().parse_options(options)
 
     @functools.cached_property
     def isa(self):

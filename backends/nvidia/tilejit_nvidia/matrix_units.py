@@ -2,7 +2,8 @@
 
 - `Wgmma` (sm_90): `wgmma.mma_async` m64nNk16, all warps along M (each warpgroup of 4 warps one or
   more 64-row blocks), B (and A when loaded there) read from shared memory by descriptor;
-- `MmaSync` (sm_80+): `mma.sync.m16n8k16`, warps spread over the tile.
+- `MmaSync` (sm_80+): `mma.sync.m16n8k16` (f16, bf16, fp8 upcast to f16), `m16n8k8.tf32` (fp32
+  dots with inputPrecision tf32) and `m16n8k32.s8`, warps spread over the tile.
 Both give `#ttg.nvidia_mma` layouts (version 3 and 2); a version-3 dot whose B does not stay in
 shared memory runs mma.sync on the same registers.
 """
@@ -28,18 +29,41 @@ def mma_warps(shape, num_warps: int) -> Tuple[int, int]:
     return (wm, wn)
 
 
-def _fits_mma(dot: DotSite) -> bool:
-    """f16/bf16 operands of one type, an f32 accumulator, M, N, K multiples of 16, 8, 16."""
+FP8 = ("f8E4M3FN", "f8E5M2")
+
+
+def mma_sync_kind(dot: DotSite) -> Optional[str]:
+    """Which mma.sync form computes `dot` (`mma_sync.MMA_FORMS`), or None:
+    - "f16"/"bf16": 16-bit operands of one type, f32 accumulator, m16n8k16;
+    - "tf32": f32 operands with inputPrecision tf32, f32 accumulator, two m16n8k8 per K16 step;
+    - "s8": i8 operands, i32 accumulator, m16n8k32 (K a multiple of 32);
+    - "fp8": e4m3/e5m2 operands (mixed too), f32 accumulator: upcast to f16 (exactly), m16n8k16.
+    M, N multiples of 16 and 8 for all."""
     M, N, K = dot.shape
-    return (dot.rank == 2 and dot.a_elem in ("f16", "bf16") and dot.a_elem == dot.b_elem
-            and dot.out_elem == "f32" and M % 16 == 0 and N % 8 == 0 and K % 16 == 0)
+    if dot.rank != 2 or M % 16 or N % 8:
+        return None
+    a, b, out = dot.a_elem, dot.b_elem, dot.out_elem
+    if a in ("f16", "bf16") and a == b and out == "f32" and K % 16 == 0:
+        return a
+    if a == b == "f32" and out == "f32" and dot.input_precision == "tf32" and K % 16 == 0:
+        return "tf32"
+    if a == b == "i8" and out == "i32" and K % 32 == 0:
+        return "s8"
+    if a in FP8 and b in FP8 and out == "f32" and K % 16 == 0:
+        return "fp8"
+    return None
+
+
+def _fits_mma(dot: DotSite) -> bool:
+    """f16/bf16 operands of one type, an f32 accumulator, M, N, K multiples of 16, 8, 16 (wgmma)."""
+    return mma_sync_kind(dot) in ("f16", "bf16")
 
 
 class MmaSync(MatrixUnit):
     name = "mma.sync.m16n8k16"
 
     def layout(self, dot: DotSite) -> Optional[NvidiaMmaEncoding]:
-        if not _fits_mma(dot):
+        if mma_sync_kind(dot) is None:
             return None
         M, N, _ = dot.shape
         warps = dot.chained_warps() or mma_warps((M, N), dot.num_warps)

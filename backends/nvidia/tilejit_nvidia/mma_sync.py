@@ -1,6 +1,6 @@
-"""`tt.dot` with an `#ttg.nvidia_mma` result: `mma.sync.m16n8k16` (version 2, and version 3 when B
-did not stay in shared memory), or wgmma (`wgmma.py`) when the pipeline left the operands in shared
-memory. `NvidiaISA.dot_lowerings` hands `lower_nvidia_dot` to the core's `tt.dot` lowering.
+"""`tt.dot` with an `#ttg.nvidia_mma` result: mma.sync (version 2, and version 3 when B did not stay
+in shared memory; m16n8k16 f16/bf16/fp8-as-f16, m16n8k8 tf32, m16n8k32 s8: `MMA_FORMS`), or wgmma
+(`wgmma.py`) when the pipeline left the operands in shared memory. `NvidiaISA.dot_lowerings` hands `lower_nvidia_dot` to the core's `tt.dot` lowering.
 
 Operands are read by coordinates: a register's offset (its coordinates minus the thread's lane and
 warp part) names the element, and the dot-operand layouts guarantee that the A rows and B columns a
@@ -12,7 +12,7 @@ import llvmlite.ir as llir
 
 from tilejit import ir
 from tilejit.errors import CompilationError
-from tilejit.gpu.isa import F32, I32, call_intrinsic
+from tilejit.gpu.isa import I32, call_intrinsic
 
 
 def lower_nvidia_dot(self, op):
@@ -30,10 +30,48 @@ def _offsets(self, v):
     return {off: i for i, off in enumerate(self.layout(v.type).register_offsets())}
 
 
-# Element positions inside one m16n8k16 fragment, relative to the tile's corner.
-_A_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
-_B_FRAGMENT = [(0, 0), (1, 0), (8, 0), (9, 0)]
+# One mma.sync call of a form: the intrinsic, and per 32-bit A / B register the element offsets it
+# packs (relative to the C tile's row / column and the K step's start, lane 0's coordinates). The
+# dot-operand layouts are m16n8k16's for every element type (per K16 block a lane holds K columns
+# 2t, 2t+1, 2t+8, 2t+9 of rows g and g+8); a K-permutation shared by A and B does not change the
+# sum, so the tf32 (m16n8k8) and s8 (m16n8k32) fragments are found in those registers under
+# a lane-independent renaming of K:
+# - tf32: call s of a K16 block takes logical k t, t+4 from physical 2t+s, 2t+8+s;
+# - s8: logical k 4t+j (+16) is physical 2t + (0, 1, 8, 9)[j] (+16).
+_P = (0, 1, 8, 9)
+_F16_CALL = ("llvm.nvvm.mma.m16n8k16.row.col.f32.f32",   # D and C types; A/B are f16
+             [[(0, 0), (0, 1)], [(8, 0), (8, 1)], [(0, 8), (0, 9)], [(8, 8), (8, 9)]],
+             [[(0, 0), (1, 0)], [(8, 0), (9, 0)]])
+MMA_FORMS = {
+    # form: (K step, calls per (C tile, K step))
+    "f16": (16, [_F16_CALL]),
+    "fp8": (16, [_F16_CALL]),   # operands upcast to f16, exactly
+    "bf16": (16, [("llvm.nvvm.mma.m16n8k16.row.col.bf16",) + _F16_CALL[1:]]),
+    "tf32": (16, [("llvm.nvvm.mma.m16n8k8.row.col.tf32",
+                   [[(0, s)], [(8, s)], [(0, 8 + s)], [(8, 8 + s)]], [[(s, 0)], [(8 + s, 0)]]) for s in (0, 1)]),
+    # satfinite, as Triton: a sum past the i32 range clamps
+    "s8": (32, [("llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8",
+                 [[(0, p) for p in _P], [(8, p) for p in _P], [(0, 16 + p) for p in _P], [(8, 16 + p) for p in _P]],
+                 [[(p, 0) for p in _P], [(16 + p, 0) for p in _P]])]),
+}
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
+# The m16n8k16 A fragment (a0..a7) element by element, as wgmma's register A takes it.
+_A_FRAGMENT = [off for reg in _F16_CALL[1] for off in reg]
+_FP8 = ("f8E4M3FN", "f8E5M2")
+
+
+def mma_form(op) -> str:
+    """The `MMA_FORMS` key of a dot that accelerate-matmul gave an mma layout (`mma_sync_kind`)."""
+    a, b = (str(ir.element_type(v.type)) for v in op.operands[:2])
+    if a in _FP8 and b in _FP8:
+        return "fp8"
+    if a == "f32":
+        return "tf32"
+    if a == "i8":
+        return "s8"
+    if a in ("f16", "bf16"):
+        return a
+    raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16/fp8/tf32/s8 operands, not {a}")
 
 
 def pack_pair(builder, x, y, elem: str):
@@ -46,27 +84,50 @@ def pack_pair(builder, x, y, elem: str):
     return builder.or_(builder.zext(x, I32), builder.shl(builder.zext(y, I32), llir.Constant(I32, 16)))
 
 
+def _pack(self, values, form, elems):
+    """One 32-bit operand register of `form` from its elements (low bits first)."""
+    b = self.b
+    if form == "tf32":
+        return b.bitcast(values[0], I32)   # the hardware ignores the low 13 mantissa bits
+    if form == "s8":
+        word = b.zext(values[0], I32)
+        for i, v in enumerate(values[1:], 1):
+            word = b.or_(word, b.shl(b.zext(v, I32), llir.Constant(I32, 8 * i)))
+        return word
+    if form == "fp8":
+        values = [_fp8_to_f16(b, v, e) for v, e in zip(values, elems)]
+        form = "f16"
+    return pack_pair(b, values[0], values[1], form)
+
+
+def _fp8_to_f16(b, code, name):
+    """An fp8 code as f16, exactly. e5m2 is f16's top byte. e4m3's magnitude bits shifted into f16's
+    place read as the value times 2^(7 - 15), subnormals included; times 256 (exact) corrects the
+    bias; its NaN code (0x7F / 0xFF) becomes a NaN."""
+    i16, half = llir.IntType(16), llir.HalfType()
+    c = b.zext(code, i16)
+    if name == "f8E5M2":
+        return b.bitcast(b.shl(c, llir.Constant(i16, 8)), half)
+    mag = b.and_(c, llir.Constant(i16, 0x7F))
+    bits = b.or_(b.shl(b.and_(c, llir.Constant(i16, 0x80)), llir.Constant(i16, 8)), b.shl(mag, llir.Constant(i16, 7)))
+    value = b.fmul(b.bitcast(bits, half), llir.Constant(half, 256.0))
+    return b.select(b.icmp_unsigned("==", mag, llir.Constant(i16, 0x7F)), llir.Constant(half, float("nan")), value)
+
+
 def _lower_mma(self, op):
     a, b, c = op.operands
-    elem = str(ir.element_type(a.type))
-    if elem not in ("f16", "bf16"):
-        raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16 operands, not {elem}")
+    form = mma_form(op)
+    a_elem, b_elem = (str(ir.element_type(v.type)) for v in (a, b))
+    k_step, calls = MMA_FORMS[form]
     lazy_a, lazy_b = self.lazy_operands.get(id(a)), self.lazy_operands.get(id(b))
     a_vals = lazy_a.values if lazy_a is not None else self.get(a)
     b_vals = lazy_b.values if lazy_b is not None else self.get(b)
     c_vals = self.get(c)
     a_at, b_at, c_at = _offsets(self, a), _offsets(self, b), _offsets(self, c)
-    a_tiles = sorted({(m, k) for (m, k) in a_at if (m % 16, k % 16) == (0, 0)})
-    k_tiles = sorted({k for _, k in a_tiles})
+    k_tiles = sorted({k for (m, k) in a_at if (m % 16, k % k_step) == (0, 0)})
     c_tiles = sorted({(m, n) for (m, n) in c_at if (m % 16, n % 8) == (0, 0)})
-    if elem == "f16":
-        name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"   # D and C types; A/B are f16
-    else:
-        name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-    ret_ty = llir.LiteralStructType([F32] * 4)
-
-    def pack(x, y):
-        return pack_pair(self.b, x, y, elem)
+    acc_ty = c_vals[0].type
+    ret_ty = llir.LiteralStructType([acc_ty] * 4)
 
     # k-step outermost (as Triton): the A and B fragments of one k-step are read (lazily, with
     # ldmatrix, when the operand is in shared memory), used by every C tile, and then dead, so only
@@ -75,18 +136,22 @@ def _lower_mma(self, op):
     packed_a, packed_b = {}, {}
     for k0 in k_tiles:
         if lazy_a is not None:
-            lazy_a.fetch([r for (m, k), r in a_at.items() if k0 <= k < k0 + 16])
+            lazy_a.fetch([r for (m, k), r in a_at.items() if k0 <= k < k0 + k_step])
         if lazy_b is not None:
-            lazy_b.fetch([r for (k, n), r in b_at.items() if k0 <= k < k0 + 16])
+            lazy_b.fetch([r for (k, n), r in b_at.items() if k0 <= k < k0 + k_step])
         for (m0, n0) in c_tiles:
-            if (m0, k0) not in packed_a:
-                av = [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in _A_FRAGMENT]
-                packed_a[(m0, k0)] = [pack(av[2 * i], av[2 * i + 1]) for i in range(4)]
-            if (n0, k0) not in packed_b:
-                bv = [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in _B_FRAGMENT]
-                packed_b[(n0, k0)] = [pack(bv[2 * i], bv[2 * i + 1]) for i in range(2)]
-            res = call_intrinsic(self.b, name, ret_ty, packed_a[(m0, k0)] + packed_b[(n0, k0)] + accs[(m0, n0)])
-            accs[(m0, n0)] = [self.b.extract_value(res, i) for i in range(4)]
+            for i, (name, a_regs, b_regs) in enumerate(calls):
+                if (m0, k0, i) not in packed_a:
+                    packed_a[(m0, k0, i)] = [
+                        _pack(self, [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in reg], form, [a_elem] * len(reg))
+                        for reg in a_regs]
+                if (n0, k0, i) not in packed_b:
+                    packed_b[(n0, k0, i)] = [
+                        _pack(self, [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in reg], form, [b_elem] * len(reg))
+                        for reg in b_regs]
+                res = call_intrinsic(self.b, name, ret_ty,
+                                     packed_a[(m0, k0, i)] + packed_b[(n0, k0, i)] + accs[(m0, n0)])
+                accs[(m0, n0)] = [self.b.extract_value(res, j) for j in range(4)]
     out = list(c_vals)
     for (m0, n0), acc in accs.items():
         for (dm, dn), v in zip(_C_FRAGMENT, acc):

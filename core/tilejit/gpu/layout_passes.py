@@ -199,7 +199,8 @@ class _AccelerateMatmul(_Layouts):
             K = a.shape[-1]
             site = DotSite(op, (M, N, K), len(out.shape), str(a.element), str(b.element), str(out.element),
                            self.cfg.num_warps, self.cfg.warp_size,
-                           lambda op=op, M=M, N=N: self._chained_dot_warps(op, M, N))
+                           lambda op=op, M=M, N=N: self._chained_dot_warps(op, M, N),
+                           str(op.attrs.get("inputPrecision", "ieee")))
             enc = next((e for e in (unit.layout(site) for unit in self.cfg.target.matrix_units) if e is not None),
                        None)
             if enc is None:   # no matrix unit takes it: the FMA dot, in the default layout

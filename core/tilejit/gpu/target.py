@@ -32,7 +32,7 @@ from .isa import call_intrinsic
 @dataclass(frozen=True)
 class DotSite:
     """What a matrix unit is told about one `tt.dot` (2-D or batched): its shape, element types, the
-    CTA's warps, and `chained_warps()`: the warp arrangement a dot chained to this one asks for."""
+    input precision, the CTA's warps, and `chained_warps()`: the warp arrangement a dot chained to this one asks for."""
     op: ir.Operation
     shape: Tuple[int, int, int]    # M, N, K
     rank: int
@@ -42,6 +42,9 @@ class DotSite:
     num_warps: int
     warp_size: int
     chained_warps: Callable[[], Optional[Tuple[int, int]]]
+    # The dot's `inputPrecision` (fp32 operands: "tf32", "ieee", ...); a unit that computes fp32
+    # products at reduced precision takes only the precisions it implements.
+    input_precision: str = "ieee"
 
 
 class MatrixUnit(abc.ABC):

@@ -4,7 +4,9 @@ Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
 The passes, in order: each is a pass of its own (a `name` and an `apply(module)`), run by the
 `PassManager`, which verifies and dumps the IR after each (`TILEJIT_DUMP_DIR`); what one pass
 passes to the next is in the IR (`layout_passes.py`):
-0. `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
+0. `tritongpu-split-f32-dots` (`f32_dot_split.py`): fp32 dots at tf32x3 / bf16x3 / bf16x6 become
+   Triton's chains of tf32 / bf16 dots (F32DotTC).
+   `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
    become tensors of pointers with masks.
 1. `tritongpu-coalesce-anchors`: the axis analysis gives each global load, store and atomic its own
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
@@ -39,6 +41,7 @@ from typing import List
 from .. import ir
 from ..errors import CompilationError
 from ..passes.base import PassManager
+from .f32_dot_split import SplitF32Dots
 from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
 from .hoist import hoist_invariant_conversions
 from .rematerialize import rematerialize_indices
@@ -90,7 +93,7 @@ class HoistConversions:
 
 def ttgir_passes(cfg: GPUConfig) -> List:
     """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
-    return [RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
+    return [SplitF32Dots(), RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
             AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
 
 
