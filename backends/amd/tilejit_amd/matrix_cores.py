@@ -24,6 +24,7 @@ from typing import Optional, Tuple
 
 from tilejit.gpu.layouts import DistributedEncoding, _build, _ints
 from tilejit.gpu.linear_layout import LinearLayout, log2_exact
+from tilejit.gpu.matrix import spread_warps
 from tilejit.gpu.target import DotSite, MatrixUnit
 
 CDNA = ("gfx90a", "gfx942", "gfx950")
@@ -190,19 +191,6 @@ ENCODING_KINDS = {
                                           f.get("kWidth", 4)),
     "amd_wmma": lambda f: AmdWmmaEncoding(f["version"], f["warpsPerCTA"], f.get("kWidth", 16)),
 }
-
-
-def spread_warps(m_tiles: int, n_tiles: int, num_warps: int) -> Tuple[int, int]:
-    """Spread the warps over the instruction tiles, M first; more warps than tiles replicate."""
-    wm, wn = 1, 1
-    while wm * wn < num_warps:
-        if m_tiles // wm >= n_tiles // wn and m_tiles // wm > 1:
-            wm *= 2
-        elif n_tiles // wn > 1:
-            wn *= 2
-        else:
-            wm *= 2
-    return wm, wn
 
 
 def select_matrix_core(arch: str, warp_size: int, num_warps: int, a_elem: str, b_elem: str,

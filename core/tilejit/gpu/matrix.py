@@ -26,8 +26,9 @@ from .target import DotSite, MatrixUnit
 Chunks = Tuple[Tuple[str, int, int], ...]
 
 
-def _spread_warps(m_tiles: int, n_tiles: int, num_warps: int) -> Tuple[int, int]:
-    """The warps over the instruction tiles, M first; more warps than tiles replicate."""
+def spread_warps(m_tiles: int, n_tiles: int, num_warps: int) -> Tuple[int, int]:
+    """The warps over the instruction tiles, M first; more warps than tiles replicate (every
+    backend's matrix units share this split)."""
     wm, wn = 1, 1
     while wm * wn < num_warps:
         if m_tiles // wm >= n_tiles // wn and m_tiles // wm > 1:
@@ -68,7 +69,7 @@ class MatrixInstruction(MatrixUnit):
                 or dot.out_elem != self.accumulator or dot.warp_size != self.warp_size
                 or M % self.m or N % self.n or K % self.k):
             return None
-        return MatrixLayout(self, _spread_warps(M // self.m, N // self.n, dot.num_warps))
+        return MatrixLayout(self, spread_warps(M // self.m, N // self.n, dot.num_warps))
 
     # -- what one instruction reads and writes -------------------------------------------------
     def tile_offsets(self, which: str) -> List[Tuple[int, int]]:
