@@ -74,28 +74,33 @@ _BYTES_TYPE = id(bytes)
 _verdict_by_storage: dict = {}                  # id(storage) -> (weak reference, writable)
 
 
-def _read_only_ranges() -> list:
-    """(start, end) of every mapping of this process that is not writable (Linux; else none)."""
+def _mappings() -> list:
+    """(start, end, permissions) of every memory mapping of this process (Linux; else none)."""
     try:
         with open("/proc/self/maps", "rb") as maps:
             lines = maps.read().splitlines()
     except OSError:
         return []
-    ranges = []
+    found = []
     for line in lines:
         fields = line.split(None, 2)
-        if len(fields) >= 2 and fields[1][1:2] != b"w":
+        if len(fields) >= 2:
             start, _, end = fields[0].partition(b"-")
-            ranges.append((int(start, 16), int(end, 16)))
-    return ranges
+            found.append((int(start, 16), int(end, 16), fields[1]))
+    return found
 
 
-def _inside_bytes_object(address: int, nbytes: int) -> bool:
+def _inside_bytes_object(address: int, nbytes: int, mappings: list) -> bool:
     """Is [address, address + nbytes) the contents of a CPython `bytes` object (which must never
-    change)? Read from the object header just before the data, only when it is on the same page."""
-    if sys.implementation.name != "cpython" or address % _PAGE < _BYTES_HEADER:
+    change)? Read from the object header just before the data. The header is read only when it is
+    on the data's page or in a readable mapping: CPython's 16 KiB allocator pools let a small object
+    straddle a 4 KiB page boundary, so "same page" alone misses some bytes objects."""
+    if sys.implementation.name != "cpython" or address < _BYTES_HEADER:
         return False
     header = address - _BYTES_HEADER
+    if address % _PAGE < _BYTES_HEADER and not any(
+            start <= header < end and perms[:1] == b"r" for start, end, perms in mappings):
+        return False
     type_address = ctypes.c_size_t.from_address(header + ctypes.sizeof(ctypes.c_ssize_t)).value
     size = ctypes.c_ssize_t.from_address(header + 2 * ctypes.sizeof(ctypes.c_ssize_t)).value
     return type_address == _BYTES_TYPE and 0 <= nbytes <= size
@@ -109,9 +114,11 @@ def _storage_writable(storage) -> bool:
         writable = True
     else:
         address, nbytes = storage.data_ptr(), storage.nbytes()
+        mappings = _mappings() if nbytes else []
         writable = not nbytes or not (
-            _inside_bytes_object(address, nbytes)
-            or any(start < address + nbytes and address < end for start, end in _read_only_ranges()))
+            _inside_bytes_object(address, nbytes, mappings)
+            or any(start < address + nbytes and address < end and perms[1:2] != b"w"
+                   for start, end, perms in mappings))
     if len(_verdict_by_storage) > 256:
         _verdict_by_storage.clear()
     _verdict_by_storage[id(storage)] = (weakref.ref(storage), writable)
