@@ -119,3 +119,20 @@ def test_dot_of_float8e4b15_operands(device):
     _dot_kernel[(1,)](device.tensor(a), device.tensor(b), out, N=16)
     table = _decode_table().astype(np.float64)
     np.testing.assert_allclose(device.numpy(out), table[a] @ table[b], rtol=1e-5, atol=1e-6)
+
+
+@tilejit.jit
+def _abs_kernel(codes_ptr, out_ptr, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(codes_ptr + offs).to(DTYPE, bitcast=True)
+    tl.store(out_ptr + offs, tl.abs(x).to(tl.uint8, bitcast=True))
+
+
+@pytest.mark.parametrize("dtype", ["float8e4b15", "float8e4nv", "float8e5"])
+def test_abs_of_fp8_clears_only_the_sign_bit(device, dtype):
+    # Triton's test_abs_fp8: |x| of an fp8 code is the code without its sign bit (inf stays inf,
+    # NaN stays NaN, -0 becomes +0) — also for e4b15, on which other arithmetic is refused.
+    codes = np.arange(256, dtype=np.uint8)
+    out = device.zeros(256, np.uint8)
+    _abs_kernel[(1,)](device.tensor(codes), out, DTYPE=getattr(tl, dtype), BLOCK=256)
+    np.testing.assert_array_equal(device.numpy(out), codes & 0x7F)

@@ -690,8 +690,13 @@ class Semantic(MemorySemanticMixin):
 
     def abs(self, x):
         x = self.to_tensor(x)
-        self.check_arithmetic_type(x)
         ty = x.type.scalar
+        # fp8 with a sign bit and IEEE-style NaN/inf (e4b15 is a storage format, but |x| needs no
+        # arithmetic): clearing the sign bit is exact, inf included (as Triton does for e4b15). The
+        # fnuz types (e4b8, e5b16) take the float path: their 0x80 is NaN, not -0.
+        if ty.is_fp8e4b15() or ty.is_fp8e4nv() or ty.is_fp8e5():
+            bits = self.bitcast(x, tl.int8)
+            return self.bitcast(self.and_(bits, self.scalar_constant(0x7F, tl.int8)), ty)
         if ty.is_floating():
             return self.create("math.absf", [x], x.type)
         if ty.is_int_unsigned() or ty.is_bool():
