@@ -58,7 +58,7 @@ CASES = [
     (bk.reshape_bad_numel, {"p": "*fp32"}, {}, "cannot reshape a tensor of 16 elements"),
     (bk.unknown_tensor_attribute, {"p": "*fp32"}, {}, "no attribute 'no_such_thing'"),
     (bk.exp_of_int, {"p": "*fp32"}, {}, "Expected dtype"),
-    (bk.program_id_bad_axis, {}, {}, "axis must be 0, 1 or 2"),
+    (bk.program_id_bad_axis, {}, {}, "program_id axis must be 0, 1, or 2 but got"),
     (bk.bad_cache_modifier, {"p": "*fp32"}, {}, "cache_modifier '.zz' is not supported"),
     (bk.unpack_mismatch, {"p": "*fp32"}, {}, "cannot unpack 2 values into 3 names"),
     (bk.kernel_returns_value, {"p": "*fp32"}, {}, "must not return a value"),

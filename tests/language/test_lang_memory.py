@@ -157,6 +157,50 @@ def test_tensor_descriptor_free_functions_pad_with_zero(device):
 
 
 @tilejit.jit
+def _persistent_batch_sum_kernel(src_ptr, out_ptr, B, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # The persistent-kernel pattern of Triton's batched TMA GEMM: one program walks every (batch, tile)
+    # and makes the descriptors again when it moves to a new batch, inside an `if` inside the loop.
+    tiles_m = tl.cdiv(M, BM)
+    batch = 0
+    src = tl.make_tensor_descriptor(src_ptr, [M, N], [N, 1], [BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, [M, 4], [4, 1], [BM, 4])
+    for t in range(B * tiles_m):
+        tile_m = t % tiles_m
+        if tile_m == 0:
+            batch = t // tiles_m
+            src = tl.make_tensor_descriptor(src_ptr + batch * M * N, [M, N], [N, 1], [BM, BN])
+            dst = tl.make_tensor_descriptor(out_ptr + batch * M * 4, [M, 4], [4, 1], [BM, 4])
+        acc = tl.zeros([BM], dtype=tl.float32)
+        for k in range(0, tl.cdiv(N, BN)):
+            acc += tl.sum(src.load([tile_m * BM, k * BN]), axis=1)
+        dst.store([tile_m * BM, 0], tl.broadcast_to(acc[:, None], [BM, 4]) + batch)
+
+
+@tilejit.jit
+def _descriptor_moved_each_iteration_kernel(src_ptr, out_ptr, ROWS, N, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(src_ptr, [1, N], [N, 1], [1, BN])
+    total = tl.zeros([1, BN], dtype=tl.float32)
+    for row in range(ROWS):
+        total += desc.load([0, 0])
+        desc = tl.make_tensor_descriptor(src_ptr + (row + 1) * N, [1, N], [N, 1], [1, BN])
+    tl.store(out_ptr + tl.arange(0, BN)[None, :], total)
+
+
+def test_tensor_descriptors_made_again_under_control_flow(device):
+    B, M, N = 3, 20, 24
+    src = RNG.standard_normal((B, M, N)).astype(np.float32)
+    out = device.zeros((B, M, 4), np.float32)
+    _persistent_batch_sum_kernel[(1,)](device.tensor(src), out, B, M, N, BM=8, BN=16)
+    expected = src.sum(axis=2) + np.arange(B)[:, None]
+    np.testing.assert_allclose(device.numpy(out), np.repeat(expected[:, :, None], 4, axis=2), rtol=1e-5, atol=1e-5)
+
+    rows = RNG.standard_normal((5, 16)).astype(np.float32)
+    total = device.zeros((1, 16), np.float32)
+    _descriptor_moved_each_iteration_kernel[(1,)](device.tensor(rows), total, 5, 16, BN=16)
+    np.testing.assert_allclose(device.numpy(total)[0], rows.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+@tilejit.jit
 def _atomic_kernel(ptr, val_ptr, old_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)

@@ -220,3 +220,57 @@ def test_dtype_class_lists_match_triton():
     assert tl.dtype.UINT_TYPES == ["int1", "uint8", "uint16", "uint32", "uint64"]
     assert tl.dtype.STANDARD_FP_TYPES == ["fp16", "bf16", "fp32", "fp64"]
     assert tl.str_to_ty("fp32", None) == tl.float32
+
+
+# -- squeeze / unsqueeze, to_tensor, expect_zero, one-element conditions ---------------------------
+
+@tilejit.jit
+def _squeeze_kernel(out_ptr, DIM: tl.constexpr):
+    a = tl.reshape(tl.arange(0, 8), (2, 4))
+    b = tl.unsqueeze(a, DIM)
+    tl.static_assert(len(b.shape) == 3)
+    c = tl.squeeze(b, DIM)
+    tl.static_assert(c.shape == a.shape)
+    one = tl.to_tensor(1)
+    tl.static_assert(one.dtype == tl.int32)
+    big = tl.to_tensor(2 ** 40)
+    tl.static_assert(big.dtype == tl.int64)
+    flat = tl.ravel(b) * 10 + one
+    tl.store(out_ptr + tl.arange(0, 8), tl.expect_zero(flat, flat < 0))
+    x = tl.arange(0, 8).to(tl.float32) * 4.0
+    tl.store(out_ptr + 8 + tl.arange(0, 8), x.sqrt_rn().to(tl.int32))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+def test_squeeze_unsqueeze_to_tensor_expect_zero(device, dim):
+    out = device.zeros(16, np.int32)
+    _squeeze_kernel[(1,)](out, DIM=dim)
+    got = device.numpy(out)
+    np.testing.assert_array_equal(got[:8], np.arange(8) * 10 + 1)
+    np.testing.assert_array_equal(got[8:], np.sqrt(np.arange(8) * 4.0).astype(np.int32))
+
+
+@tilejit.jit
+def _squeeze_bad_kernel(out_ptr, DIM: tl.constexpr):
+    a = tl.reshape(tl.arange(0, 8), (2, 4))
+    tl.store(out_ptr + tl.arange(0, 8), tl.ravel(tl.squeeze(a, DIM)))
+
+
+@pytest.mark.parametrize("dim, message", [(0, "has length 2, not 1"), (2, r"dim must be in \[-2, 2\)")])
+def test_squeeze_of_a_longer_dimension_is_a_compile_error(dim, message):
+    with pytest.raises(CompilationError, match=message):
+        _squeeze_bad_kernel[(1,)](np.zeros(8, np.int32), DIM=dim)
+
+
+@tilejit.jit
+def _one_element_condition_kernel(x_ptr):
+    condition = tl.load(x_ptr + tl.arange(0, 1)) > 42  # a block of one element, used as `if` condition
+    if condition:
+        tl.store(x_ptr, 42)
+
+
+@pytest.mark.parametrize("value, expected", [(41, 41), (43, 42)])
+def test_a_one_element_block_is_an_if_condition(device, value, expected):
+    x = device.tensor(np.array([value], dtype=np.int32))
+    _one_element_condition_kernel[(1,)](x)
+    assert device.numpy(x)[0] == expected

@@ -148,8 +148,11 @@ class StatementsMixin:
     # -- if ---------------------------------------------------------------------------------------------
     def scalar_condition(self, cond, what: str):
         if cond.type.is_block():
-            raise TypeError(f"{what} condition must be a scalar, got a tensor of shape "
-                            f"{list(cond.type.shape)}; use tl.where for elementwise selection")
+            if cond.type.numel != 1:
+                raise TypeError(f"{what} condition must be a scalar, got a tensor of shape "
+                                f"{list(cond.type.shape)}; use tl.where for elementwise selection")
+            # A one-element tensor is its element, as in Triton (which warns and unsplats it).
+            cond = self.semantic.unsplat(cond)
         return self.semantic.cast(cond, tl.int1)
 
     def visit_If(self, node):
@@ -181,7 +184,12 @@ class StatementsMixin:
                    for a, b in zip(tl_leaves, el_leaves)):
                 merged[name] = tv
                 continue
-            yielded.append((name, ttree, len(tl_leaves)))
+            tl_leaves, tspec = self.expand_descriptors(tl_leaves, name)
+            el_leaves, espec = self.expand_descriptors(el_leaves, name)
+            if tspec != espec:
+                raise TypeError(f"mismatched type for '{name}' between the then and else branches (a tensor "
+                                "descriptor in one, something else or another block type in the other)")
+            yielded.append((name, ttree, len(tl_leaves), tspec))
             then_vals.extend(tl_leaves)
             else_vals.extend(el_leaves)
         then_t = self.to_block_tensors(then_block, then_vals)
@@ -195,8 +203,8 @@ class StatementsMixin:
         self.scope = dict(before)
         self.scope.update(merged)
         pos = 0
-        for name, tree, count in yielded:
-            self.scope[name] = rebuild(tree, results[pos:pos + count])
+        for name, tree, count, spec in yielded:
+            self.scope[name] = rebuild(tree, self.rebuild_descriptors(results[pos:pos + count], spec))
             pos += count
         return None
 
@@ -284,10 +292,11 @@ class StatementsMixin:
             leaves, tree = flatten(raw if isinstance(raw, tuple) else value)
             if not all(is_tensor(unwrap(l)) or isinstance(unwrap(l), (int, float, bool)) for l in leaves):
                 continue  # compile-time objects (dtypes, functions) are not carried
+            leaves, spec = self.expand_descriptors(leaves, name)
+            if any(spec):
+                tree = _WithDescriptors(tree, spec)
             tensors = [self.semantic.to_tensor(unwrap(l)) if not is_tensor(unwrap(l)) else unwrap(l)
                        for l in leaves]
-            if any(isinstance(t, tl.tensor_descriptor) for t in tensors):
-                raise TypeError(f"tensor descriptor '{name}' cannot be reassigned inside a loop")
             if self.elementwise and self.elementwise_shape:
                 # map_elementwise: a scalar of the mapped function is one value per element, so a
                 # loop-carried scalar is carried per element (the body may make it data-dependent).
@@ -300,8 +309,45 @@ class StatementsMixin:
         pos = 0
         for name, tree, inits in carried:
             leaves = [tl.tensor(args[pos + i], t.type) for i, t in enumerate(inits)]
+            if isinstance(tree, _WithDescriptors):
+                tree, leaves = tree.tree, self.rebuild_descriptors(leaves, tree.spec)
             self.scope[name] = rebuild(tree, leaves)
             pos += len(inits)
+
+    # A tensor descriptor is not a value that crosses an scf.if/for/while boundary: one made in this
+    # function (`tl.make_tensor_descriptor`) crosses as its parts (base, shape, strides) and is made
+    # again from them on the other side, as a persistent kernel that moves to a new batch needs.
+    def expand_descriptors(self, leaves, name: str):
+        """(leaves with each descriptor replaced by its parts, per original leaf its block type or None)."""
+        out, spec = [], []
+        for leaf in leaves:
+            d = unwrap(leaf)
+            if not isinstance(d, tl.tensor_descriptor):
+                out.append(leaf)
+                spec.append(None)
+                continue
+            if d.base is None:
+                raise TypeError(f"tensor descriptor '{name}' cannot change under control flow here: it was "
+                                "not made by tl.make_tensor_descriptor in this function")
+            out.extend([d.base, *d.shape, *d.strides])
+            spec.append(d.block_type)
+        return out, spec
+
+    def rebuild_descriptors(self, values, spec) -> list:
+        """The inverse of `expand_descriptors` on values of the other side (block args, op results)."""
+        out, pos = [], 0
+        for block in spec:
+            if block is None:
+                out.append(values[pos])
+                pos += 1
+                continue
+            rank = len(block.shape)
+            parts = values[pos:pos + 1 + 2 * rank]
+            with self.semantic:
+                out.append(self.semantic.make_tensor_descriptor(parts[0], parts[1:1 + rank], parts[1 + rank:],
+                                                                list(block.shape)))
+            pos += 1 + 2 * rank
+        return out
 
     def yielded_values(self, carried, block, node) -> List[tl.tensor]:
         saved = (self.builder.block, self.builder.index)
@@ -312,8 +358,14 @@ class StatementsMixin:
                 value = self.scope[name]
                 raw = unwrap(value)
                 leaves, new_tree = flatten(raw if isinstance(raw, tuple) else value)
+                spec = tree.spec if isinstance(tree, _WithDescriptors) else [None] * len(leaves)
+                tree = tree.tree if isinstance(tree, _WithDescriptors) else tree
                 if new_tree != tree:
                     raise TypeError(f"loop-carried variable '{name}' changes its tuple structure in the loop")
+                leaves, new_spec = self.expand_descriptors(leaves, name)
+                if new_spec != spec:
+                    raise TypeError(f"loop-carried variable '{name}' changes between a tensor descriptor and "
+                                    "another value (or another block type) in the loop")
                 for init, leaf in zip(inits, leaves):
                     t = self.semantic.to_tensor(unwrap(leaf))
                     if t.type != init.type:
@@ -471,9 +523,16 @@ def _same_constant(a, b) -> bool:
         return a is b
 
 
+class _WithDescriptors:
+    """A loop-carried value's tree whose leaves include tensor descriptors carried as their parts."""
+
+    def __init__(self, tree, spec):
+        self.tree, self.spec = tree, spec
+
+
 def _name_of_leaf(yielded, index: int) -> str:
     pos = 0
-    for name, _tree, count in yielded:
+    for name, _tree, count, _spec in yielded:
         if index < pos + count:
             return name
         pos += count

@@ -541,15 +541,16 @@ tensor.__hash__ = object.__hash__
 TENSOR_MEMBER_FUNCTIONS = frozenset("""
 reshape view trans permute expand_dims broadcast_to ravel split sum max min argmax argmin xor_sum
 reduce_or cumsum cumprod sort flip item atomic_poll reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
-sin cos abs floor ceil erf cast store advance join softmax logical_and logical_or
+sin cos abs floor ceil erf cast store advance join softmax logical_and logical_or sqrt_rn squeeze unsqueeze
 """.split())
 
 
 class tensor_descriptor:
     """`tl.make_tensor_descriptor(...)`'s result: `.load(offsets)` / `.store(offsets, value)`."""
 
-    def __init__(self, handle, block_type_: block_type, shape, strides):
+    def __init__(self, handle, block_type_: block_type, shape, strides, base=None):
         self.handle = handle
+        self.base = base  # the base pointer when made in this function (lets control flow carry it)
         self.type = tensor_descriptor_type(block_type_)
         self.block_type = block_type_
         self.block_shape = [constexpr(s) for s in block_type_.shape]

@@ -17,7 +17,7 @@ __all__ = [
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "where", "maximum",
     "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi", "dot", "atomic_add", "atomic_max",
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "reduce",
-    "associative_scan", "reshape", "view", "expand_dims", "broadcast", "broadcast_to", "trans", "permute",
+    "associative_scan", "reshape", "view", "expand_dims", "squeeze", "unsqueeze", "to_tensor", "expect_zero", "broadcast", "broadcast_to", "trans", "permute",
     "join", "split", "cat", "item", "gather", "histogram", "static_assert", "static_print", "device_print",
     "device_assert", "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range",
     "static_range", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil",
@@ -313,6 +313,48 @@ def expand_dims(input, axis, _semantic=None):
     for a in axes:
         input = _semantic.expand_dims(input, a)
     return input
+
+
+@builtin
+def to_tensor(x, _semantic=None):
+    """A Python scalar as a 0-d tensor (bool -> int1; int -> the smallest of int32, uint32, int64,
+    uint64 holding it; float -> fp32, or fp64 outside fp32's range); a tensor unchanged (Triton 3.x)."""
+    return _semantic.to_tensor(x)
+
+
+@builtin
+def expect_zero(x, mask, _semantic=None):
+    """Marks values of `x` expected to have underflowed to zero where `mask` is true (Triton 3.x).
+    Without Triton's floating-point sanitizer this is `x` itself, as in Triton's regular builds."""
+    _semantic.to_tensor(mask)
+    return _semantic.to_tensor(x)
+
+
+def _dim_in_range(dim, rank: int, what: str) -> int:
+    """A constexpr dimension index in [-rank, rank), made non-negative (Triton's squeeze/unsqueeze)."""
+    dim = _axis_arg(dim, what)
+    if dim is None or not -rank <= dim < rank:
+        raise ValueError(f"{what}: dim must be in [{-rank}, {rank}), got {dim}")
+    return dim + rank if dim < 0 else dim
+
+
+@builtin
+def unsqueeze(x, dim, _semantic=None):
+    """A length-1 dimension inserted at `dim` (Triton 3.x; `expand_dims` with one axis)."""
+    x = _semantic.to_tensor(x)
+    shape = list(x.type.shape) if x.type.is_block() else []
+    return _semantic.expand_dims(x, _dim_in_range(dim, len(shape) + 1, "unsqueeze"))
+
+
+@builtin
+def squeeze(x, dim, _semantic=None):
+    """The length-1 dimension `dim` removed (Triton 3.x; checked at compile time)."""
+    x = _semantic.to_tensor(x)
+    shape = list(x.type.shape) if x.type.is_block() else []
+    dim = _dim_in_range(dim, len(shape), "squeeze")
+    if shape[dim] != 1:
+        raise ValueError(f"squeeze: dimension {dim} of a tensor of shape {shape} has length {shape[dim]}, not 1")
+    return _semantic.reshape(x, shape[:dim] + shape[dim + 1:], False)
 
 
 @builtin

@@ -50,13 +50,13 @@ class MemorySemanticMixin:
     def program_id(self, axis) -> tl.tensor:
         axis = _const_int(axis, "program_id axis")
         if axis not in (0, 1, 2):
-            raise ValueError(f"program_id axis must be 0, 1 or 2, got {axis}")
+            raise ValueError(f"program_id axis must be 0, 1, or 2 but got {axis}")  # Triton's wording
         return self.create("tt.get_program_id", [], tl.int32, {"axis": axis})
 
     def num_programs(self, axis) -> tl.tensor:
         axis = _const_int(axis, "num_programs axis")
         if axis not in (0, 1, 2):
-            raise ValueError(f"num_programs axis must be 0, 1 or 2, got {axis}")
+            raise ValueError(f"num_programs axis must be 0, 1, or 2 but got {axis}")
         return self.create("tt.get_num_programs", [], tl.int32, {"axis": axis})
 
     def arange(self, start, end) -> tl.tensor:
@@ -357,7 +357,7 @@ class MemorySemanticMixin:
         handle = self.builder.create1("tt.make_tensor_descriptor",
                                       [base.handle] + [v.handle for v in shape_v + strides_v],
                                       ir.TensorDescType(block.to_ir()))
-        return tl.tensor_descriptor(handle, block, shape_v, strides_v)
+        return tl.tensor_descriptor(handle, block, shape_v, strides_v, base)
 
     def descriptor_load(self, desc, offsets):
         if not isinstance(desc, tl.tensor_descriptor):
