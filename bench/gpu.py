@@ -104,8 +104,24 @@ def w_attention(k, quick):
     return run, check, 4 * heads * seq * seq * d, "TFLOP/s", ref
 
 
+def w_attention_masked(k, quick):
+    # a sequence that ends inside a block (and is not a multiple of 16): every load of the last
+    # block is masked, and the scores past the end are -inf
+    heads, seq, d = (8 if quick else 32), (2000 if quick else 4001), 64
+    q, kk, v = (torch.randn(heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    bm, bn = 128, 64
+    scale = d ** -0.5
+    run = lambda: k.attention_fwd_masked_kernel[(cdiv(seq, bm), heads)](  # noqa: E731
+        q, kk, v, o, seq, scale, q.stride(0), q.stride(1), HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=4,
+        num_stages=2)
+    ref = lambda: torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=scale)  # noqa: E731
+    check = lambda: torch.testing.assert_close(o, ref(), rtol=1e-2, atol=1e-2)  # noqa: E731
+    return run, check, 4 * heads * seq * seq * d, "TFLOP/s", ref
+
+
 WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matmul": w_matmul,
-             "attention": w_attention}
+             "attention": w_attention, "attention_masked": w_attention_masked}
 
 
 def launch_overhead_us(k) -> float:

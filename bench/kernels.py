@@ -122,5 +122,43 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale,
 
 
 @triton.jit
+def attention_fwd_masked_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale,
+                                stride_h, stride_s,
+                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # The common way: any sequence length (masked loads on the sequence dim, -inf scores past it),
+    # K loaded row-major and multiplied by tl.trans(k).
+    start_m = tl.program_id(0)
+    head = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    base = head * stride_h
+    q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq_len,
+                other=0.0)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    for start_n in range(0, seq_len, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq_len,
+                    other=0.0)
+        qk = tl.dot(q, tl.trans(k))
+        qk = tl.where(cols[None, :] < seq_len, qk * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq_len,
+                    other=0.0)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    acc = acc / l_i[:, None]
+    tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], acc.to(o_ptr.dtype.element_ty),
+             mask=offs_m[:, None] < seq_len)
+
+
+@triton.jit
 def tiny_kernel(x_ptr):
     tl.store(x_ptr, tl.load(x_ptr) + 1)

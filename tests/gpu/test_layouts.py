@@ -66,3 +66,25 @@ def test_print_parse_round_trip(enc):
     t = ir.TensorType((32, 32) if isinstance(enc, DotOperandEncoding) else (64,), ir.f32, enc)
     text = f"module {{\n  tt.func public @k() -> () {{\n    %0 = arith.constant {{value = 0.0}} : () -> ({t})\n    tt.return : () -> ()\n  }}\n}}\n"
     assert ir.print_module(ir.parse_module(text), with_locations=False) == text
+
+
+@pytest.mark.parametrize("res,shape,order", [
+    (BlockedEncoding((8, 1), (8, 4), (1, 4), (0, 1)), (64, 64), (1, 0)),     # attention's K, loaded [D, N]
+    (BlockedEncoding((1, 8), (4, 8), (4, 1), (1, 0)), (32, 128), (1, 0)),
+    (BlockedEncoding((2, 4), (16, 2), (2, 2), (1, 0)), (16, 8), (1, 0)),      # replicated over warps
+    (BlockedEncoding((1, 2, 4), (2, 4, 4), (1, 2, 2), (2, 1, 0)), (4, 16, 32), (2, 0, 1)),
+])
+def test_transposed_blocked_holds_the_same_elements_per_thread(res, shape, order):
+    """`tt.trans(x, order)` is a register renaming when x has `transposed_blocked(result layout)`:
+    every thread holds, register for register, the elements the result puts there (what
+    `lower_trans` relies on)."""
+    from tilejit.gpu.layouts import transposed_blocked
+    src_shape = [0] * len(shape)
+    for i, o in enumerate(order):
+        src_shape[o] = shape[i]
+    src = transposed_blocked(res, order).to_linear(tuple(src_shape))
+    dst = res.to_linear(shape)
+    swap = lambda c: tuple(c[o] for o in order)  # noqa: E731 - source coords -> result coords
+    for warp in range(dst.num_warps):
+        for lane in range(dst.num_lanes):
+            assert [swap(c) for c in src.thread_elements(lane, warp)] == dst.thread_elements(lane, warp)

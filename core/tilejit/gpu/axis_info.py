@@ -139,6 +139,14 @@ class AxisAnalysis:
             d.insert(axis, min(src.divisibility))
             k.insert(axis, 1)
             return AxisInfo(tuple(c), tuple(d), tuple(k))
+        if name == "tt.trans":
+            # result dim i is source dim order[i]
+            src = ins[0]
+            order = op.attrs.get("order") or list(reversed(range(rank)))
+            if len(src.contiguity) != rank:
+                return AxisInfo.unknown(rank)
+            return AxisInfo(tuple(src.contiguity[o] for o in order), tuple(src.divisibility[o] for o in order),
+                            tuple(src.constancy[o] for o in order))
         if name == "tt.broadcast":
             src_shape = ir.shape_of(op.operands[0].type)
             src = ins[0]

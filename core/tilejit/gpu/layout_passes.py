@@ -16,7 +16,7 @@ from typing import Dict
 
 from .. import ir
 from .axis_info import AxisAnalysis, access_order, vector_width
-from .layouts import BlockedEncoding, DotOperandEncoding, SliceEncoding
+from .layouts import BlockedEncoding, DotOperandEncoding, SliceEncoding, transposed_blocked
 from .target import DotSite
 
 ACCESS = "ttg.access_layout"
@@ -361,6 +361,9 @@ class _AssignLayouts(_Layouts):
             self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))
         elif name == "tt.broadcast" and res is not None:
             self.want(op.operands[0], res)
+        elif name == "tt.trans" and isinstance(res, BlockedEncoding):
+            # born in the transposed layout, the operand's registers are the result's (a free trans)
+            self.want(op.operands[0], transposed_blocked(res, op.attrs.get("order") or [1, 0]))
         elif name == "tt.reduce" and res is not None and isinstance(res, SliceEncoding):
             for v in op.operands:
                 self.want(v, res.parent)

@@ -90,6 +90,18 @@ class BlockedEncoding(DistributedEncoding):
                 f"order = {_ints(self.order)}}}>")
 
 
+def transposed_blocked(res: BlockedEncoding, order) -> BlockedEncoding:
+    """The layout of `x` such that `tt.trans(x, order)` in layout `res` is the same registers (result
+    dim i is source dim order[i])."""
+    def back(values):
+        out = [0] * len(order)
+        for i, o in enumerate(order):
+            out[o] = values[i]
+        return out
+    return BlockedEncoding(back(res.size_per_thread), back(res.threads_per_warp), back(res.warps_per_cta),
+                           [order[d] for d in res.order])
+
+
 @dataclass(frozen=True)
 class SliceEncoding(DistributedEncoding):
     """The parent layout with dimension `dim` removed: the layout of a reduction along `dim`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from .. import ir
-from .layouts import BlockedEncoding, DistributedEncoding, SliceEncoding
+from .layouts import DistributedEncoding, DotOperandEncoding, SliceEncoding
 
 # Ops recomputed rather than converted: no memory access, no side effect, cheap per element.
 _LEAF_OPS = ("tt.make_range", "tt.splat", "arith.constant")
@@ -67,8 +67,11 @@ def _target_encoding(conv: ir.Operation) -> Optional[DistributedEncoding]:
     base = enc
     while isinstance(base, SliceEncoding):
         base = base.parent
-    # Only blocked layouts (and their slices): index tensors never feed dot operands directly.
-    return enc if isinstance(base, BlockedEncoding) else None
+    # Blocked layouts and matrix-unit result layouts (and their slices: attention's
+    # `tl.where(cols < seq_len, qk, -inf)` compares in the accumulator's layout), never a dot operand.
+    if isinstance(base, DotOperandEncoding) or not isinstance(base, DistributedEncoding):
+        return None
+    return enc
 
 
 def rematerialize_indices(func: ir.Operation) -> int:

@@ -8,6 +8,8 @@ passes to the next is in the IR (`layout_passes.py`):
    Triton's chains of tf32 / bf16 dots (F32DotTC).
    `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
    become tensors of pointers with masks.
+   `tritongpu-transpose-loads` (`transpose_loads.py`): `tl.trans(tl.load(...))` feeding a dot loads
+   through transposed pointers instead, so the dot (and the pipeline) sees the load directly.
 1. `tritongpu-coalesce-anchors`: the axis analysis gives each global load, store and atomic its own
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
@@ -47,6 +49,7 @@ from .hoist import hoist_invariant_conversions
 from .rematerialize import rematerialize_indices
 from .target import TargetDescription
 from .tensor_pointers import rewrite_tensor_pointers
+from .transpose_loads import transpose_loads
 
 __all__ = ["GPUConfig", "check_num_warps", "make_ttgir", "ttgir_passes", "default_blocked"]
 
@@ -74,6 +77,15 @@ class RewriteTensorPointers:
 
 
 @dataclass(frozen=True)
+class TransposeLoads:
+    name: str = "tritongpu-transpose-loads"
+
+    def apply(self, module: ir.Module) -> None:
+        for func in module.functions:
+            transpose_loads(func)
+
+
+@dataclass(frozen=True)
 class RematerializeIndices:
     name: str = "tritongpu-rematerialize-indices"
 
@@ -93,7 +105,7 @@ class HoistConversions:
 
 def ttgir_passes(cfg: GPUConfig) -> List:
     """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
-    return [SplitF32Dots(), RewriteTensorPointers(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
+    return [SplitF32Dots(), RewriteTensorPointers(), TransposeLoads(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
             AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
 
 

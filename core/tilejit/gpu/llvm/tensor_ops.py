@@ -195,6 +195,15 @@ class TensorOps:
 
     def lower_trans(self, op):
         order = op.attrs.get("order", list(reversed(range(op.result.type.rank))))
+        src, dst = self.layout(op.operands[0].type), self.layout(op.result.type)
+        swap = lambda basis: tuple(basis[o] for o in order)  # noqa: E731 - source coords -> result coords
+        if [swap(b) for b in src.lanes] == list(dst.lanes) and [swap(b) for b in src.warps] == list(dst.warps):
+            # The operand was born in the transposed layout: each thread holds the same elements.
+            by_offset = {swap(off): i for i, off in enumerate(src.register_offsets())}
+            if all(off in by_offset for off in dst.register_offsets()):
+                values = self.get(op.operands[0])
+                self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
+                return
 
         def source_of(c):
             src = [None] * len(c)
