@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.random import RandomState
 
-import tilejit
 import tilejit.language as tl
 from tilejit.runtime.tensor_wrapper import TensorWrapper, reinterpret, type_canonicalisation_dict
 
