@@ -227,3 +227,16 @@ def test_qualified_accesses_pack_elements_into_words(dtype, n, load, store):
 def test_eviction_before_sm80_has_no_l2_policy():
     ptx = _copy_ptx(load_evict="evict_first", target="cuda:75")
     assert set(_loads(ptx)) == {"ld.global.L1::evict_first.v4.b32"} and "createpolicy" not in ptx
+
+
+@tilejit.jit
+def _pointer_chase(pp, out):
+    p = tl.load(pp, cache_modifier=".cg")
+    tl.store(out, tl.load(p, volatile=True), cache_modifier=".cs")
+
+
+def test_a_loaded_pointer_keeps_a_plain_load():
+    """Pointers do not travel through the integer registers of the inline PTX: that load drops its
+    hint (it stays an LLVM load); the others keep theirs."""
+    ptx = _ptx(_pointer_chase, "**fp32", "*fp32")
+    assert _loads(ptx) == ["ld.global.b64", "ld.volatile.global.b32"] and _stores(ptx) == ["st.global.cs.b32"]

@@ -35,6 +35,14 @@ def _bits(ty) -> int:
     return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(ty)]
 
 
+def _is_number(ty) -> bool:
+    """Integers (of whole bytes) and floats: what travels through the integer registers (a loaded
+    pointer, or anything else, stays an LLVM load)."""
+    elem = ty.element if isinstance(ty, llir.VectorType) else ty
+    return isinstance(elem, llir.IntType) and elem.width in (8, 16, 32, 64) or \
+        str(elem) in ("half", "bfloat", "float", "double")
+
+
 def _words(ty):
     """(bits of a word, number of words) that hold one value of `ty` (a scalar or a vector)."""
     elem, count = (ty.element, ty.count) if isinstance(ty, llir.VectorType) else (ty, 1)
@@ -87,7 +95,7 @@ def _with_policy(arch: int, evict: str, qualifiers: str) -> tuple:
 
 def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
     """The load as inline PTX, or None where it has no qualifier (a plain LLVM load then)."""
-    if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT:
+    if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT or not _is_number(ty):
         return None
     word_bits, count = _words(ty)
     if volatile:   # ld.volatile takes no cache operator or eviction priority
@@ -108,7 +116,7 @@ def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
 
 def store(isa, builder, value, ptr, cache: str, evict: str) -> bool:
     """The store as inline PTX; False where it has no qualifier (a plain LLVM store then)."""
-    if cache not in _STORE_CACHE and evict not in _EVICT:
+    if cache not in _STORE_CACHE and evict not in _EVICT or not _is_number(value.type):
         return False
     word_bits, count = _words(value.type)
     if cache in _STORE_CACHE:
