@@ -122,6 +122,16 @@ def test_atomic_poll_before_hopper_fences_with_acq_rel():
     assert ptx.count("ld.relaxed.gpu.global.b32") == 1 and ptx.count("fence.acq_rel.gpu;") == 1
 
 
+def test_atomic_poll_with_an_assembler_before_ptx_86_fences_with_acq_rel(monkeypatch):
+    """fence.acquire needs PTX ISA 8.6: with CUDA 12.4's ptxas (PTX 8.4) sm_90 gets fence.acq_rel."""
+    from tilejit_nvidia import toolchain
+    monkeypatch.setattr(toolchain, "_assembler_cuda_version_or_none", lambda: (12, 4))
+    # (num_warps=2: a specialization no other test compiled, so it is compiled under the patch)
+    ptx = _ptx(_poll, "*i32", "*i32", 5, SEM="acquire", SCOPE="gpu", num_warps=2)
+    assert ".version 8.4" in ptx
+    assert ptx.count("fence.acq_rel.gpu;") == 1 and "fence.acquire" not in ptx
+
+
 @tilejit.jit
 def _poll_block(flag, out, expected, N: tl.constexpr):
     offs = tl.arange(0, N)

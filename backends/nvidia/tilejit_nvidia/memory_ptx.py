@@ -176,7 +176,16 @@ def atomic_read(isa, builder, ptr, ty, sem: str, scope: str):
     value = _asm(builder, ty, f"ld.relaxed.{scope}.global.b{bits} $0, [$1];", f"={_REGISTER[bits]},l,~{{memory}}",
                  [ptr])
     if sem == "acquire":
-        # PTX has `fence.acquire` from sm_90; before, the acquire fence is `fence.acq_rel` (as Triton).
-        fence = "acquire" if isa.arch >= 90 else "acq_rel"
+        fence = "acquire" if _has_acquire_fence(isa.arch) else "acq_rel"
         _asm(builder, llir.VoidType(), f"fence.{fence}.{scope};", "~{memory}", [])
     return value
+
+
+def _has_acquire_fence(arch: int) -> bool:
+    """`fence.acquire` exists from sm_90 and PTX ISA 8.6 (LLVM's NVPTX back end checks the same);
+    before, the acquire fence is the stronger `fence.acq_rel` (Triton's choice before sm_90)."""
+    if arch < 90:
+        return False
+    from .ptx_isa import choose_ptx_version, cpu_name
+    from .toolchain import _assembler_cuda_version_or_none
+    return choose_ptx_version(cpu_name(arch), _assembler_cuda_version_or_none()) >= 86
