@@ -250,3 +250,13 @@ def test_a_loaded_pointer_keeps_a_plain_load():
     hint (it stays an LLVM load); the others keep theirs."""
     ptx = _ptx(_pointer_chase, "**fp32", "*fp32")
     assert _loads(ptx) == ["ld.global.b64", "ld.volatile.global.b32"] and _stores(ptx) == ["st.global.cs.b32"]
+
+
+def test_eviction_policy_is_dropped_before_ptx_74(monkeypatch):
+    """Eviction priorities and createpolicy need PTX ISA 7.4: with CUDA 11.2's ptxas (PTX 7.2) the
+    hint is dropped (plain accesses) rather than emitted for the assembler to reject."""
+    from tilejit_nvidia import toolchain
+    monkeypatch.setattr(toolchain, "_assembler_cuda_version_or_none", lambda: (11, 2))
+    ptx = _copy_ptx(load_evict="evict_last", store_evict="evict_first", target="cuda:80", n=512)
+    assert ".version 7.2" in ptx and "evict" not in ptx and "createpolicy" not in ptx
+    assert set(_loads(ptx)) == {"ld.global.v4.b32"} and set(_stores(ptx)) == {"st.global.v4.b32"}

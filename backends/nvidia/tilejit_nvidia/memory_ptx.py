@@ -93,8 +93,15 @@ def _with_policy(arch: int, evict: str, qualifiers: str) -> tuple:
     return prologue, qualifiers + f".L1::{evict}.L2::cache_hint", ", %l2_policy"
 
 
+def _eviction(arch: int, evict: str) -> str:
+    """`evict` where PTX can say it: eviction priorities came with PTX ISA 7.4 (a hint: dropped
+    before)."""
+    return evict if evict in _EVICT and _ptx_version(arch) >= 74 else "normal"
+
+
 def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
     """The load as inline PTX, or None where it has no qualifier (a plain LLVM load then)."""
+    evict = _eviction(isa.arch, evict) if evict in _EVICT else evict
     if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT or not _is_number(ty):
         return None
     word_bits, count = _words(ty)
@@ -116,6 +123,7 @@ def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
 
 def store(isa, builder, value, ptr, cache: str, evict: str) -> bool:
     """The store as inline PTX; False where it has no qualifier (a plain LLVM store then)."""
+    evict = _eviction(isa.arch, evict) if evict in _EVICT else evict
     if cache not in _STORE_CACHE and evict not in _EVICT or not _is_number(value.type):
         return False
     word_bits, count = _words(value.type)
@@ -181,11 +189,14 @@ def atomic_read(isa, builder, ptr, ty, sem: str, scope: str):
     return value
 
 
+def _ptx_version(arch: int) -> int:
+    """The PTX ISA version the module will be emitted as (the toolchain's choice, e.g. 86 for 8.6)."""
+    from .ptx_isa import choose_ptx_version, cpu_name
+    from .toolchain import _assembler_cuda_version_or_none
+    return choose_ptx_version(cpu_name(arch), _assembler_cuda_version_or_none())
+
+
 def _has_acquire_fence(arch: int) -> bool:
     """`fence.acquire` exists from sm_90 and PTX ISA 8.6 (LLVM's NVPTX back end checks the same);
     before, the acquire fence is the stronger `fence.acq_rel` (Triton's choice before sm_90)."""
-    if arch < 90:
-        return False
-    from .ptx_isa import choose_ptx_version, cpu_name
-    from .toolchain import _assembler_cuda_version_or_none
-    return choose_ptx_version(cpu_name(arch), _assembler_cuda_version_or_none()) >= 86
+    return arch >= 90 and _ptx_version(arch) >= 86
