@@ -37,6 +37,7 @@ MODULE_MAP = {
     "triton.runtime.autotuner": "tilejit.compat.runtime_autotuner",
     "triton.errors": "tilejit.errors",
     "triton._internal_testing": "tilejit.compat.internal_testing",
+    "triton.knobs": "tilejit.compat.knobs",
 }
 
 

@@ -1,6 +1,8 @@
 """TTIR produced by the frontend, checked with FileCheck, and its print/parse round trip."""
 import pytest
 
+import tilejit
+import tilejit.language as tl
 from tilejit import ir
 
 from . import kernels as k
@@ -12,7 +14,7 @@ VEC = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i3
 def test_vector_add():
     text = ttir(k.add_kernel, VEC, {"BLOCK_SIZE": 1024}, {(0,): [["tt.divisibility", 16]]})
     filecheck(text, """
-CHECK: tt.func public @add_kernel(%arg0: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %arg1: !tt.ptr<f32>, %arg2: !tt.ptr<f32>, %arg3: i32)
+CHECK: tt.func public @add_kernel(%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %y_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>, %n_elements: i32)
 CHECK: %[[PID:[0-9]+]] = tt.get_program_id {axis = 0} : () -> (i32)
 CHECK: %[[BS:[0-9]+]] = arith.constant {value = 1024} : () -> (i32)
 CHECK-NEXT: arith.muli %[[PID]], %[[BS]]
@@ -126,7 +128,7 @@ def test_nested_call_multiple_results():
     filecheck(text, """
 CHECK: %[[R:[0-9]+]], %[[S:[0-9]+]] = tt.call %{{[0-9]+}} {callee = "[[F:_scale[A-Za-z0-9_]*]]"} : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
 CHECK: arith.addf %[[R]], %[[S]]
-CHECK: tt.func private @[[F]](%arg0: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+CHECK: tt.func private @[[F]](%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
 CHECK: arith.constant {value = 2.0} : () -> (f32)
 CHECK: arith.mulf
 CHECK: tt.return
@@ -141,14 +143,14 @@ def test_call_specializations_are_reused():
 def test_control_flow():
     text = ttir(k.control_kernel, {"x_ptr": "*fp32", "n": "i32", "flag": "i32"}, {"BLOCK": 16})
     filecheck(text, """
-CHECK: %[[C:[0-9]+]] = arith.cmpi %arg2, %{{[0-9]+}} {predicate = "sgt"} : (i32, i32) -> (i1)
+CHECK: %[[C:[0-9]+]] = arith.cmpi %flag, %{{[0-9]+}} {predicate = "sgt"} : (i32, i32) -> (i1)
 CHECK: %[[Y:[0-9]+]] = scf.if %[[C]] (
 CHECK: arith.addf
 CHECK: scf.yield
 CHECK: arith.mulf
 CHECK: scf.yield
 CHECK: ) : (i1) -> (tensor<16xf32>)
-CHECK: scf.for %{{[0-9]+}}, %arg1, %{{[0-9]+}}, %{{[0-9]+}} (
+CHECK: scf.for %{{[0-9]+}}, %n, %{{[0-9]+}}, %{{[0-9]+}} (
 CHECK: ^bb(%{{.*}}: i32, %[[ACC:arg[0-9]+]]: tensor<16xf32>):
 CHECK: arith.addf %[[ACC]], %[[Y]]
 CHECK: scf.yield
@@ -200,8 +202,8 @@ def test_pointer_augmented_assignment():
     text = ttir(k.layer_norm_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp32", "b_ptr": "*fp32",
                                       "stride": "i32", "N": "i32", "eps": "fp32"}, {"BLOCK": 256})
     filecheck(text, """
-CHECK: %[[OFF:[0-9]+]] = arith.muli %{{[0-9]+}}, %arg4 : (i32, i32) -> (i32)
-CHECK-NEXT: tt.addptr %arg0, %[[OFF]] : (!tt.ptr<f16>, i32) -> (!tt.ptr<f16>)
+CHECK: %[[OFF:[0-9]+]] = arith.muli %{{[0-9]+}}, %stride : (i32, i32) -> (i32)
+CHECK-NEXT: tt.addptr %x_ptr, %[[OFF]] : (!tt.ptr<f16>, i32) -> (!tt.ptr<f16>)
 """)
 
 
@@ -280,3 +282,26 @@ def test_ir_source_round_trip(tmp_path):
     assert src.signature == {"arg0": "*fp32", "arg1": "*fp32", "arg2": "*fp32", "arg3": "i32"}
     assert ir.print_module(src.make_ir(None, None)) == text
     assert IRSource(text).hash() == src.hash()
+
+
+@tilejit.jit
+def _named_args(val, arg1, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    for i in range(0, arg1):
+        tl.store(out_ptr + offs, val + i)
+
+
+def test_function_arguments_print_under_their_python_names():
+    """As Triton's TTIR (`%val: f16`); a name that could be a positional `%argN` keeps its position,
+    and the arguments of nested blocks go on counting after the function's."""
+    text = ttir(_named_args, {"val": "fp16", "arg1": "i32", "out_ptr": "*fp16"}, {"N": 16})
+    filecheck(text, """
+CHECK: tt.func public @_named_args(%val: f16, %arg1: i32, %out_ptr: !tt.ptr<f16>) -> ()
+CHECK: scf.for %{{[0-9]+}}, %arg1, %{{[0-9]+}} (
+CHECK: ^bb(%arg3: i32):
+CHECK: tt.splat %out_ptr
+CHECK: arith.addf %val, %{{[0-9]+}}
+""")
+    module = ir.parse_module(text)
+    assert ir.print_module(module, with_locations=False) == text
+    assert [a.name_hint for a in module.functions[0].regions[0].blocks[0].args] == ["val", None, "out_ptr"]

@@ -32,13 +32,13 @@ def test_negative_step_counts_down_like_python(start, step):
 def test_negative_step_becomes_an_upward_scf_for():
     text = ttir(sk.negative_step, {"out_ptr": "*i32", "start": "i32"}, {"STEP": -2})
     # bounds swapped (0 .. start by +2) and the induction variable mapped back: start - iv + 0
-    lower, step = re.search(r"scf\.for %(\d+), %arg1, %(\d+)", text).groups()
+    lower, step = re.search(r"scf\.for %(\d+), %start, %(\d+)", text).groups()
     assert f"%{lower} = arith.constant {{value = 0}} : () -> (i32)" in text
     assert f"%{step} = arith.constant {{value = 2}} : () -> (i32)" in text
     filecheck(text, """
-CHECK: scf.for %[[LB:[0-9]+]], %arg1, %[[STEP:[0-9]+]]
+CHECK: scf.for %[[LB:[0-9]+]], %start, %[[STEP:[0-9]+]]
 CHECK: ^bb(%[[IV:arg[0-9]+]]: i32
-CHECK: %[[D:[0-9]+]] = arith.subi %arg1, %[[IV]]
+CHECK: %[[D:[0-9]+]] = arith.subi %start, %[[IV]]
 CHECK: arith.addi %[[D]], %[[LB]]
 """)
 
@@ -81,7 +81,7 @@ def test_tuple_parameters_are_flattened_into_function_arguments():
     text = ttir(sk.tuple_params, TUPLE_SIG, TUPLE_CONSTEXPRS, {(0, 2): [["tt.divisibility", 16]]})
     # the constexpr element meta[1] is no argument; attrs address tuple elements by path
     filecheck(text, """
-CHECK: tt.func public @tuple_params(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>, %arg2: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %arg3: i32, %arg4: f32) -> ()
+CHECK: tt.func public @tuple_params(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>, %arg2: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %n: i32, %arg4: f32) -> ()
 CHECK: tt.call
 CHECK: tt.func private @_scaled_pair_sum{{.*}}(%arg0: tensor<16xf32>, %arg1: tensor<16xf32>, %arg2: f32) -> (tensor<16xf32>)
 CHECK: tt.make_range {start = 0, end = 16}
@@ -100,7 +100,7 @@ def test_tuple_parameters_run_with_flattened_arguments():
 def test_nested_tuple_parameter():
     sig = {"out_ptr": "*i32", "pairs": (("i32", "i32"), "i32")}
     filecheck(ttir(sk.nested_tuple_param, sig),
-              "CHECK: tt.func public @nested_tuple_param(%arg0: !tt.ptr<i32>, %arg1: i32, %arg2: i32, %arg3: i32)")
+              "CHECK: tt.func public @nested_tuple_param(%out_ptr: !tt.ptr<i32>, %arg1: i32, %arg2: i32, %arg3: i32)")
     out = np.zeros(1, np.int32)
     run_on_interpreter(ASTSource(sk.nested_tuple_param, sig), [out, 5, 7, 3])
     assert out[0] == 5 + 7 * 3
@@ -143,8 +143,8 @@ def test_fp8e4b15_arithmetic_is_a_located_error():
 def test_unsigned_offsets_are_zero_extended_before_addptr():
     text = ttir(sk.unsigned_offset, {"x_ptr": "*fp32", "out_ptr": "*fp32", "off": "u32"})
     filecheck(text, """
-CHECK: %[[WIDE:[0-9]+]] = arith.extui %arg2 : (i32) -> (i64)
-CHECK-NEXT: tt.addptr %arg0, %[[WIDE]] : (!tt.ptr<f32>, i64) -> (!tt.ptr<f32>)
+CHECK: %[[WIDE:[0-9]+]] = arith.extui %off : (i32) -> (i64)
+CHECK-NEXT: tt.addptr %x_ptr, %[[WIDE]] : (!tt.ptr<f32>, i64) -> (!tt.ptr<f32>)
 """)
     x = np.arange(8, dtype=np.float32)
     out = np.zeros(1, np.float32)

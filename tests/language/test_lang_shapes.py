@@ -174,3 +174,30 @@ def test_zeros_like(device):
     out = device.zeros(4, np.float16)
     _zeros_like_kernel[(1,)](device.tensor(x), out)
     np.testing.assert_array_equal(device.numpy(out), x)
+
+
+@tilejit.jit
+def _expand_dims_kernel(out_ptr, AXES: tl.constexpr, N: tl.constexpr):
+    x = tl.expand_dims(tl.arange(0, N), AXES)
+    tl.store(out_ptr + tl.arange(0, N), tl.reshape(x, N))
+
+
+@pytest.mark.parametrize("axes", [0, 1, -1, -2, (0, -1), (-1, 0), (0, 1)])
+def test_expand_dims_axes_index_the_result(device, axes):
+    out = device.zeros(8, np.int32)
+    _expand_dims_kernel[(1,)](out, AXES=axes, N=8)
+    np.testing.assert_array_equal(device.numpy(out), np.arange(8))
+
+
+@pytest.mark.parametrize("axes, message", [
+    (-3, "invalid axis -3. Expected -2 <= axis < 2"),      # one new axis: the result has rank 2
+    (2, "invalid axis 2. Expected -2 <= axis < 2"),
+    ((0, 3), "invalid axis 3. Expected -3 <= axis < 3"),
+    ((0, 0), "expand_dims received duplicate axes, normalized axes = [0, 0]"),
+    ((0, -3), "expand_dims received duplicate axes, normalized axes = [0, 0]"),
+])
+def test_expand_dims_bad_axes_are_errors(device, axes, message):
+    """As Triton: each axis must index the result; -3 on a 1-D input was wrapped twice into axis 1."""
+    with pytest.raises(tilejit.TritonError) as info:
+        _expand_dims_kernel[(1,)](device.zeros(8, np.int32), AXES=axes, N=8)
+    assert message in str(info.value)

@@ -32,7 +32,7 @@ SUBMODULES = [
     "triton.runtime.jit", "triton.runtime.autotuner", "triton.runtime.driver", "triton.runtime.errors",
     "triton.compiler", "triton.compiler.compiler", "triton.compiler.errors", "triton.backends",
     "triton.backends.compiler", "triton.tools", "triton.tools.tensor_descriptor", "triton.testing",
-    "triton._internal_testing", "triton.errors",
+    "triton._internal_testing", "triton.errors", "triton.knobs",
 ]
 
 
@@ -101,6 +101,56 @@ def test_internal_testing_helpers():
         print("ok")
     """, TRITON_INTERPRET="1")
     assert result.returncode == 0, result.stderr
+
+
+def test_compiler_errors_after_a_bare_import_triton():
+    """Triton's `import triton` imports `triton.compiler.errors`: tests write
+    `pytest.raises(triton.compiler.errors.CompilationError)` after `import triton` alone."""
+    result = run_python("""
+        import tilejit
+        tilejit.alias_triton()
+        import triton
+        errors = triton.compiler.errors
+        assert errors.CompilationError is tilejit.CompilationError
+        assert issubclass(errors.CompileTimeAssertionFailure, errors.CompilationError)
+        assert issubclass(errors.CompilationError, triton.TritonError)
+        print("ok")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_knobs_namespaces_and_scopes(tmp_path):
+    """Triton 3.x's `triton.knobs.<namespace>` with `scope()`: knobs tilejit has are its environment
+    variables (set inside the scope, restored after), the others keep what they are given."""
+    result = run_python(f"""
+        import os, tilejit
+        tilejit.alias_triton()
+        from triton import knobs
+        import triton.knobs as same
+        assert same is knobs
+        with knobs.cache.scope(), knobs.runtime.scope():
+            knobs.cache.dir = {str(tmp_path)!r}
+            assert tilejit.knobs.cache_dir == knobs.cache.dir == {str(tmp_path)!r}
+            knobs.runtime.override_arch = "sm80"
+        assert not os.environ.get("TILEJIT_CACHE_DIR") and knobs.runtime.override_arch is None
+        with knobs.amd.scope():
+            knobs.amd.use_buffer_ops = False
+            knobs.amd.lld_path = "/opt/ld.lld"
+            assert tilejit.knobs.lld == "/opt/ld.lld" and knobs.amd.use_buffer_ops is False
+        assert knobs.amd.use_buffer_ops is True and tilejit.knobs.lld is None
+        with knobs.compilation.scope():
+            knobs.compilation.always_compile = True
+            assert tilejit.knobs.always_compile
+        assert not tilejit.knobs.always_compile
+        assert knobs.language.default_fp_fusion is True and knobs.cache_dir == tilejit.knobs.cache_dir
+        from triton._internal_testing import _fresh_knobs_impl
+        fresh, reset = _fresh_knobs_impl(skipped_attr={{"build", "nvidia", "amd"}})
+        fresh().language.default_fp_fusion = False
+        reset()
+        assert knobs.language.default_fp_fusion is True
+        print("ok")
+    """, TILEJIT_CACHE_DIR="", TILEJIT_LLD="", TILEJIT_ALWAYS_COMPILE="")
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_tilejit_run_script_with_arguments_and_exit_code(tmp_path):

@@ -1,4 +1,5 @@
-"""The NVPTX table for the shared GPU lowering: special registers, barriers, shuffles, libdevice math."""
+"""The NVPTX table for the shared GPU lowering: special registers, barriers, shuffles, libdevice math,
+global memory ops with Triton's qualifiers (memory_ptx.py)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -7,6 +8,8 @@ import llvmlite.ir as llir
 
 from tilejit.gpu.isa import I32, add_string_attribute, call_intrinsic, type_suffix
 from tilejit.gpu.target import TargetDescription
+
+from . import memory_ptx
 
 # math op -> libdevice base name; f32 adds the `f` suffix (`__nv_expf`), f64 uses the bare name.
 _LIBDEVICE = {
@@ -143,6 +146,27 @@ class NvidiaISA(TargetDescription):
             return [call_intrinsic(builder, name, I32, [ptr_shared])]
         res = call_intrinsic(builder, name, llir.LiteralStructType([I32] * count), [ptr_shared])
         return [builder.extract_value(res, i) for i in range(count)]
+
+    # -- global memory with Triton's qualifiers, in inline PTX (memory_ptx.py) ---------------------
+    def global_load(self, builder, ptr, ty, align, cache="none", evict="normal", volatile=False):
+        value = memory_ptx.load(self, builder, ptr, ty, cache, evict, volatile)
+        return value if value is not None else super().global_load(builder, ptr, ty, align)
+
+    def global_store(self, builder, value, ptr, align, cache="none", evict="normal") -> None:
+        if not memory_ptx.store(self, builder, value, ptr, cache, evict):
+            super().global_store(builder, value, ptr, align)
+
+    def atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem):
+        old = memory_ptx.atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem)
+        return old if old is not None else super().atomic_rmw(builder, kind, ptr, value, sem, scope, elem)
+
+    def atomic_cas(self, builder, ptr, cmp, value, sem, scope):
+        old = memory_ptx.atomic_cas(self, builder, ptr, cmp, value, sem, scope)
+        return old if old is not None else super().atomic_cas(builder, ptr, cmp, value, sem, scope)
+
+    def atomic_read(self, builder, ptr, ty, sem, scope):
+        value = memory_ptx.atomic_read(self, builder, ptr, ty, sem, scope)
+        return value if value is not None else super().atomic_read(builder, ptr, ty, sem, scope)
 
     def assert_fail(self, builder: llir.IRBuilder, message: str, file: str, line: int, function: str) -> None:
         """CUDA's `__assertfail` system call (what `assert()` in CUDA C calls): the driver prints

@@ -1,5 +1,7 @@
 """`triton.compiler` and `triton.compiler.compiler`: `compile`, `ASTSource`, `IRSource`,
-`CompiledKernel`, `GPUTarget`, `triton_key`, and the compilation errors."""
+`CompiledKernel`, `GPUTarget`, `triton_key`, and the compilation errors (also as the submodule
+`errors`, which Triton's `import triton` imports)."""
+from tilejit import errors  # noqa: F401  (`triton.compiler.errors` after a bare `import triton`)
 from tilejit.backends import GPUTarget
 from tilejit.compiler import CompiledKernel, compile, tilejit_version
 from tilejit.errors import CompilationError, OutOfResources, TritonError

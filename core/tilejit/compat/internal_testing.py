@@ -7,6 +7,7 @@ is the active backend (no GPU, or `TRITON_INTERPRET=1` / `TILEJIT_INTERPRET=1`),
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from contextlib import contextmanager
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.random import RandomState
 
-import tilejit
 import tilejit.language as tl
 from tilejit.runtime.tensor_wrapper import TensorWrapper, reinterpret, type_canonicalisation_dict
 
@@ -284,13 +284,22 @@ def run_in_process(client_fn, args=(), kwargs=None, env=None):
 
 
 def _fresh_knobs_impl(skipped_attr=None):
-    """Triton resets its knob objects around a test; tilejit reads its knobs from the environment
-    (`tilejit.config`), so a fresh state is the current one and there is nothing to undo."""
+    """Triton's fixture helper: `fresh()` gives `triton.knobs` with every namespace (but those in
+    `skipped_attr`) at its defaults, `reset()` puts back what was set before."""
+    from . import knobs
+
+    names = [n for n in ("cache", "compilation", "runtime", "language", "autotuning", "build", "nvidia", "amd")
+             if n not in (skipped_attr or set())]
+    stack = contextlib.ExitStack()
+
     def fresh_function():
-        return tilejit.knobs
+        for name in names:
+            stack.enter_context(getattr(knobs, name).scope())
+            getattr(knobs, name).reset()
+        return knobs
 
     def reset_function():
-        return None
+        stack.close()
 
     return fresh_function, reset_function
 

@@ -217,12 +217,17 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         pos = 0
         for name, tree, leaf_types in runtime_params:
             leaves = []
+            # A parameter passed as one value prints under its Python name (`%x: f16`, as Triton);
+            # the values of a tuple parameter keep their positions (`%argN`).
+            single = len(leaf_types) == 1
             for t in leaf_types:
                 if isinstance(t, tl.constexpr):
                     leaves.append(t)
                     continue
                 arg = entry.args[pos]
                 pos += 1
+                if single:
+                    arg.name_hint = name
                 leaves.append(tl.tensor_descriptor(arg, t.block_type, [], []) if isinstance(t, tl.tensor_descriptor_type)
                               else tl.tensor(arg, t))
             self.scope[name] = self.rebuild_param(tree, leaves)

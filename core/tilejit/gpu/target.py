@@ -14,7 +14,8 @@ description, not a change to the core. Most of it is data:
   `lowering_mixin`: the target's own hooks in the lowering (pipelined loops, shared-memory operands).
 
 The rest are hooks, for what cannot be data: the triple, kernel marking, special registers,
-barriers, shuffles, async copies, matrix loads, math symbols, printf.
+barriers, shuffles, async copies, matrix loads, global loads / stores / atomics with their
+qualifiers (cache hints, memory semantics, scopes), math symbols, printf.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ import llvmlite.ir as llir
 from .. import ir
 from ..errors import CompilationError
 from .isa import call_intrinsic
+
+# Triton's memory semantics -> LLVM's atomic orderings.
+_LLVM_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,45 @@ class TargetDescription(abc.ABC):
     def load_matrix(self, builder: llir.IRBuilder, ptr_shared, count: int, trans: bool):
         """`count` (1, 2, 4) 8x8 16-bit matrices from shared memory; one i32 per matrix per lane."""
         raise CompilationError(f"{self.describe()} has no matrix loads")
+
+    # -- global memory: loads, stores and atomics with their qualifiers ----------------------------
+    # The core calls these for every `tt.load`, `tt.store`, `tt.atomic_rmw` and `tt.atomic_cas` on
+    # global memory. The defaults are plain LLVM instructions (which drop Triton's cache hints); a
+    # target overrides them to spell the hints, memory semantics and scopes in its own ISA.
+    # `sem`: "relaxed", "acquire", "release", "acq_rel"; `scope`: "cta", "gpu", "sys".
+    def global_load(self, builder: llir.IRBuilder, ptr, ty, align: int, cache: str = "none",
+                    evict: str = "normal", volatile: bool = False):
+        """Load `ty` (a scalar or a vector) from `ptr`. `cache`: Triton's load cache modifier
+        ("none", "ca", "cg", "cs", "cv"); `evict`: "normal", "evict_first", "evict_last"."""
+        return builder.load(ptr, typ=ty, align=align)
+
+    def global_store(self, builder: llir.IRBuilder, value, ptr, align: int, cache: str = "none",
+                     evict: str = "normal") -> None:
+        """Store `value` (a scalar or a vector) to `ptr`; `cache`: "none", "wb", "cg", "cs", "wt"."""
+        builder.store(value, ptr, align=align)
+
+    def atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, value, sem: str, scope: str, elem: str):
+        """`*ptr = kind(*ptr, value)` atomically; returns the old value. `kind` is LLVM's atomicrmw
+        name (add, fadd, max, umax, min, umin, and, or, xor, xchg), `elem` the IR element type
+        ("i32", "f16", "bf16", ...). None: this target has no such atomic for `elem` (a bf16 or fp8
+        add: the value is integer bits), and the core builds it from a compare-and-swap loop."""
+        if elem not in ("f16", "f32", "f64") and not elem.startswith("i"):
+            return None
+        return builder.atomic_rmw(kind, ptr, value, _LLVM_ORDERING[sem])
+
+    def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):
+        """Compare-and-swap of integers: `*ptr = value` where `*ptr == cmp`; returns the old value."""
+        pair = builder.cmpxchg(ptr, cmp, value, _LLVM_ORDERING[sem], "monotonic")
+        return builder.extract_value(pair, 0)
+
+    def atomic_read(self, builder: llir.IRBuilder, ptr, ty, sem: str, scope: str):
+        """An atomic load of the integer type `ty` (what a compare-and-swap that writes back the
+        value it compares with amounts to). `sem` "acquire" is a relaxed load and an acquire fence,
+        so it also acquires for the relaxed reads this thread made before it."""
+        value = builder.load_atomic(ptr, "monotonic", max(1, ty.width // 8), typ=ty)
+        if sem == "acquire":
+            builder.fence("acquire")
+        return value
 
     def trap(self, builder: llir.IRBuilder) -> None:
         call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])

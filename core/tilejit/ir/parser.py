@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 from ..errors import CompilationError
 from .dialect import default_context
 from .core import Block, Location, Module, Operation, Region, Value
-from .printer import DenseAttr
+from .printer import DenseAttr, is_printable_arg_name
 from .types import (FLOAT_FORMATS, FloatType, FunctionType, IntType, PointerType, TensorDescType,
                     TensorType, Type)
 
@@ -284,6 +284,8 @@ class Parser:
         entry = Block(arg_types)
         for n, a in zip(arg_names, entry.args):
             self.define(n, a)
+            if is_printable_arg_name(n[1:]):
+                a.name_hint = n[1:]   # printed back under the same name
         self.expect("{")
         while not self.accept("}"):
             entry.append(self.op())

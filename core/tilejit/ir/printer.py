@@ -4,13 +4,14 @@ Every op prints in one generic, MLIR-like shape, so that one parser reads everyt
 
     %3, %4 = op.name %0, %1 {attr = 1} ({ regions }) : (operand types) -> (result types) loc(...)
 
-Functions print as `tt.func public @name(%arg0: !tt.ptr<f32> {tt.divisibility = 16 : i32}) { ... }`
-as in Triton. `parse_module(print_module(m))` prints the same text again (tests check it).
+Functions print as `tt.func public @name(%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}) { ... }`
+as in Triton: a parameter under its Python name (the argument's `name_hint`), else `%argN`. `parse_module(print_module(m))` prints the same text again (tests check it).
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Dict, List
 
 from .core import Block, Module, Operation, Region, Value
@@ -67,6 +68,16 @@ def format_attr_dict(attrs: Dict) -> str:
     return "{" + ", ".join(f"{k} = {format_attr(v)}" for k, v in attrs.items()) + "}"
 
 
+_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_POSITIONAL = re.compile(r"arg[0-9]+")
+
+
+def is_printable_arg_name(name) -> bool:
+    """Whether a function argument may print as `%name`: an identifier that no positional
+    `%argN` (nor a numbered result `%N`) can be."""
+    return isinstance(name, str) and bool(_ARG_NAME.fullmatch(name)) and not _POSITIONAL.fullmatch(name)
+
+
 class _Namer:
     """Assigns `%N` to op results and `%argN` to block arguments, in print order."""
 
@@ -75,9 +86,12 @@ class _Namer:
         self.next_value = 0
         self.next_arg = 0
 
-    def name_block_args(self, block: Block) -> None:
+    def name_block_args(self, block: Block, use_hints: bool = False) -> None:
+        """`%argN` for each argument; with `use_hints` (a function's parameters) the argument's
+        name hint where it has one, as Triton prints `%x` (the count goes on either way)."""
         for a in block.args:
-            self.names[id(a)] = f"%arg{self.next_arg}"
+            hint = a.name_hint if use_hints else None
+            self.names[id(a)] = f"%{hint}" if is_printable_arg_name(hint) else f"%arg{self.next_arg}"
             self.next_arg += 1
 
     def name_results(self, op: Operation) -> None:
@@ -110,7 +124,7 @@ class Printer:
     def func(self, op: Operation, indent: str) -> None:
         namer = _Namer()
         entry = op.regions[0].blocks[0]
-        namer.name_block_args(entry)
+        namer.name_block_args(entry, use_hints=True)
         fty = op.attrs["function_type"]
         arg_attrs = op.attrs.get("arg_attrs") or [{} for _ in entry.args]
         params = []

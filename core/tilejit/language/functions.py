@@ -306,10 +306,14 @@ def expand_dims(input, axis, _semantic=None):
         raise TypeError("expand_dims: axis must be a constexpr integer, got None")
     input = _semantic.to_tensor(input)
     rank = (len(input.type.shape) if input.type.is_block() else 0) + len(axes)
-    axes = sorted(_unwrap_if_constexpr(a) + rank if _unwrap_if_constexpr(a) < 0 else _unwrap_if_constexpr(a)
-                  for a in axes)
+    axes = [_unwrap_if_constexpr(a) for a in axes]
+    for a in axes:   # each axis indexes the result (rank dims), as Triton's _wrap_axis checks
+        if not -rank <= a < rank:
+            raise ValueError(f"invalid axis {a}. Expected {-rank} <= axis < {rank}")
+    axes = [a + rank if a < 0 else a for a in axes]
     if len(set(axes)) != len(axes):
-        raise ValueError(f"expand_dims: duplicate axes {axes}")
+        raise ValueError(f"expand_dims received duplicate axes, normalized axes = {axes}")
+    axes = sorted(axes)
     for a in axes:
         input = _semantic.expand_dims(input, a)
     return input

@@ -3,8 +3,10 @@
 Written in `tl` from existing ops, so every backend runs it: each round reads every element with an
 atomic compare-and-swap of the expected value against itself (a read with the requested memory
 semantics that never changes memory: on a match it stores the value already there), and the loop
-ends once every element has been seen equal to the expected value. The interpreter recognises the
-loop as a waiting loop (an atomic in its condition) and lets the other programs run meanwhile.
+ends once every element has been seen equal to the expected value. The GPU lowering reads such a
+compare-and-swap as the atomic load it is (on NVIDIA `ld.relaxed.<scope>.global` + `fence.acquire`,
+as Triton's poll); the loop has one read site, so the PTX holds one. The interpreter recognises the
+loop as a waiting loop (its condition depends on an atomic) and lets the other programs run meanwhile.
 """
 from __future__ import annotations
 
@@ -48,6 +50,13 @@ def _poll_scope(scope):
 
 
 @core.builtin
+def _none_matched(pointer, _semantic=None):
+    """All false, in the shape of `pointer` (a scalar for a scalar pointer)."""
+    shape = list(pointer.type.shape) if pointer.type.is_block() else []
+    return _semantic.full(shape, False, core.int1)
+
+
+@core.builtin
 def _any_false(matched, _semantic=None):
     """A scalar int32: 1 while some element of `matched` is still false."""
     pending = _semantic.cast(_semantic.not_(matched), core.int32)
@@ -64,7 +73,8 @@ def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None):
     SEM: core.constexpr = _poll_semantic(sem)
     SCOPE: core.constexpr = _poll_scope(scope)
     expected = core.cast(expected_value, pointer.dtype.element_ty)
-    matched = core.atomic_cas(pointer, expected, expected, sem=SEM, scope=SCOPE) == expected
+    # One read site, inside the loop (as Triton's poll: one `ld.relaxed` in the PTX).
+    matched = _none_matched(pointer)
     while _any_false(matched) != 0:
         matched = matched | (core.atomic_cas(pointer, expected, expected, sem=SEM, scope=SCOPE) == expected)
     return matched

@@ -8,7 +8,7 @@ from typing import Callable, List, Sequence
 from .. import ir
 from . import core as tl
 
-_LOAD_CACHE = {"": "none", ".ca": "ca", ".cg": "cg", ".cv": "cv"}
+_LOAD_CACHE = {"": "none", ".ca": "ca", ".cg": "cg", ".cs": "cs", ".cv": "cv"}
 _STORE_CACHE = {"": "none", ".wb": "wb", ".cg": "cg", ".cs": "cs", ".wt": "wt"}
 _EVICTION = {"": "normal", "evict_normal": "normal", "evict_first": "evict_first", "evict_last": "evict_last"}
 _SEM = ("relaxed", "acquire", "release", "acq_rel")

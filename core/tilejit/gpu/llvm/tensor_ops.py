@@ -38,6 +38,13 @@ def _byte_size(ty) -> int:
     return {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(ty)]
 
 
+def _memory_hints(op) -> dict:
+    """The cache modifier, eviction policy and volatility of a `tt.load` / `tt.store`, as the
+    target's `global_load` / `global_store` take them."""
+    return {"cache": op.attrs.get("cache", "none"), "evict": op.attrs.get("evict", "normal"),
+            "volatile": bool(op.attrs.get("is_volatile", False))}
+
+
 def _has_replicas(layout) -> bool:
     """Whether some lane or warp bit of `layout` maps to no element (threads holding copies)."""
     return any(not any(basis) for basis in list(layout.lanes) + list(layout.warps))
@@ -322,12 +329,12 @@ class TensorOps:
         vec = self._vector_width(op, ptr, mask)
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
                      {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
-        volatile = op.attrs.get("is_volatile", False)
+        hints = _memory_hints(op)
         out = []
         for g in range(0, len(ptrs), vec):
             cond = masks[g] if masks is not None else None
             if vec == 1:
-                loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], elem, bytes_per, volatile),
+                loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], elem, bytes_per, hints),
                                        others[g])
                 out.append(loaded)
                 continue
@@ -335,12 +342,12 @@ class TensorOps:
             default = llir.Constant(vty, None)
             for i in range(vec):
                 default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
-            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, volatile), default)  # noqa: B023
+            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, hints), default)  # noqa: B023
             out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
         self.set(op.result, out)
 
-    def _load(self, ptr, ty, align, volatile):
-        return self.b.load(ptr, typ=ty, align=align)
+    def _load(self, ptr, ty, align, hints):
+        return self.isa.global_load(self.b, ptr, ty, align, **hints)
 
     def lower_store(self, op):
         ptr, value, mask = op.operand("ptr"), op.operand("value"), op.operand("mask")
@@ -353,20 +360,24 @@ class TensorOps:
         elem = vals[0].type
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
                      {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
+        hints = _memory_hints(op)
+        hints.pop("volatile")
+
+        def store(value, ptr, align):
+            self.isa.global_store(self.b, value, ptr, align, **hints)
         for g in range(0, len(ptrs), vec):
             cond = owner if masks is None else self.b.and_(owner, masks[g])
             if vec == 1:
-                self._guarded(cond, lambda g=g: self.b.store(vals[g], ptrs[g], align=bytes_per) and None)
+                self._guarded(cond, lambda g=g: store(vals[g], ptrs[g], bytes_per))
                 continue
             vty = llir.VectorType(elem, vec)
             packed = llir.Constant(vty, None)
             for i in range(vec):
                 packed = self.b.insert_element(packed, vals[g + i], llir.Constant(I32, i))
-            self._guarded(cond, lambda g=g, packed=packed: self.b.store(packed, ptrs[g], align=bytes_per * vec) and None)
+            self._guarded(cond, lambda g=g, packed=packed: store(packed, ptrs[g], bytes_per * vec))
 
     _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
             "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
-    _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 
     def _atomic_each(self, op, make):
         """Apply `make(i)` (an atomic on element i) once per element, in the owning thread only; the
@@ -413,28 +424,35 @@ class TensorOps:
         kind = op.attrs.get("atomic_rmw_op", "add")
         if kind not in self._RMW:
             raise CompilationError.at(op.loc, f"unknown atomic op {kind!r}")
-        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        sem, scope = op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu")
         ptrs, vals = self.get(op.operands[0]), self.get(op.operands[1])
         elem_t = ir.element_type(op.result.type)
         if is_storage_float(elem_t):
-            # bf16 has no LLVM type here (it is kept as i16): a compare-and-swap loop on the bits.
+            # bf16 has no LLVM type here (it is kept as i16): the target's own atomic add where it
+            # has one (sm_90's atom.add.bf16), else a compare-and-swap loop on the bits.
             if kind not in ("fadd", "xchg"):
                 raise CompilationError.at(op.loc, f"atomic {kind} is not supported for {elem_t}")
             if kind == "xchg":
-                self._atomic_each(op, lambda i: self.b.atomic_rmw("xchg", ptrs[i], vals[i if len(vals) > 1 else 0],
-                                                                  ordering))
+                bits = f"i{elem_t.width}"
+                self._atomic_each(op, lambda i: self.isa.atomic_rmw(
+                    self.b, "xchg", ptrs[i], vals[i if len(vals) > 1 else 0], sem, scope, bits))
                 return
             t = op.result.type
 
             def combine(old, i):
                 total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, vals[i if len(vals) > 1 else 0], t))
                 return from_compute(self.b, total, t)
-            self._atomic_each(op, lambda i: self._cas_loop(ptrs[i], lambda old: combine(old, i), ordering))
-            return
-        self._atomic_each(op, lambda i: self.b.atomic_rmw(self._RMW[kind], ptrs[i], vals[i if len(vals) > 1 else 0],
-                                                          ordering))
 
-    def _cas_loop(self, ptr, combine, ordering):
+            def add(i):
+                old = self.isa.atomic_rmw(self.b, "fadd", ptrs[i], vals[i if len(vals) > 1 else 0], sem, scope,
+                                          str(elem_t))
+                return old if old is not None else self._cas_loop(ptrs[i], lambda old: combine(old, i), sem, scope)
+            self._atomic_each(op, add)
+            return
+        self._atomic_each(op, lambda i: self.isa.atomic_rmw(self.b, self._RMW[kind], ptrs[i],
+                                                            vals[i if len(vals) > 1 else 0], sem, scope, str(elem_t)))
+
+    def _cas_loop(self, ptr, combine, sem, scope):
         """Atomically replace *ptr (an integer) by combine(old); returns old."""
         elem = llvm_type(ir.IntType(16))
         first = self.b.load(ptr, typ=elem, align=2)
@@ -446,27 +464,36 @@ class TensorOps:
         self.b.position_at_end(loop)
         old = self.b.phi(elem)
         old.add_incoming(first, pre)
-        pair = self.b.cmpxchg(ptr, old, combine(old), ordering, "monotonic")
-        seen = self.b.extract_value(pair, 0)
+        seen = self.isa.atomic_cas(self.b, ptr, old, combine(old), sem, scope)
         old.add_incoming(seen, loop)
-        self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
+        self.b.cbranch(self.b.icmp_unsigned("==", seen, old), done, loop)
         self.b.position_at_end(done)
         return seen
 
     def lower_atomic_cas(self, op):
-        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        sem, scope = op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu")
         ptrs, cmps, vals = (self.get(v) for v in op.operands[:3])
         elem = llvm_type(op.result.type)
+        # cas(p, e, e) never changes memory: with relaxed or acquire semantics it is an atomic read
+        # of *p (tl.atomic_poll's loop, spelled as Triton's poll: ld.relaxed + fence.acquire). A
+        # thread reads its elements relaxed and acquires once, after the last (same guard: no mask).
+        read_only = op.operands[1] is op.operands[2] and sem in ("relaxed", "acquire")
+
+        def read(i, ty):
+            return self.isa.atomic_read(self.b, ptrs[i], ty, sem if i == len(ptrs) - 1 else "relaxed", scope)
 
         def cas(i):
             cmp, val = cmps[i if len(cmps) > 1 else 0], vals[i if len(vals) > 1 else 0]
             if not isinstance(elem, llir.IntType):   # cmpxchg works on integers
                 ity = llir.IntType({"half": 16, "float": 32, "double": 64}[str(elem)])
-                pair = self.b.cmpxchg(ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity), ordering,
-                                      "monotonic")
-                return self.b.bitcast(self.b.extract_value(pair, 0), elem)
-            pair = self.b.cmpxchg(ptrs[i], cmp, val, ordering, "monotonic")
-            return self.b.extract_value(pair, 0)
+                if read_only:
+                    return self.b.bitcast(read(i, ity), elem)
+                old = self.isa.atomic_cas(self.b, ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity),
+                                          sem, scope)
+                return self.b.bitcast(old, elem)
+            if read_only:
+                return read(i, elem)
+            return self.isa.atomic_cas(self.b, ptrs[i], cmp, val, sem, scope)
         self._atomic_each(op, cas)
 
     def lower_assert(self, op):
