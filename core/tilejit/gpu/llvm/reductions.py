@@ -123,6 +123,9 @@ def lower_scan(self, op):
     src_t = op.operands[0].type
     shape = src_t.shape
     layout = self.layout(src_t)
+    if any(self.layout(v.type) != layout for v in list(op.operands) + list(op.results)):
+        # Each thread scans the elements it holds and keeps the results in the same registers.
+        raise CompilationError.at(op.loc, "internal: a scan whose operands and results differ in layout")
     inputs = [self.get(v) for v in op.operands]
     numel = src_t.numel
     self.smem_base(numel * 8 * len(inputs))
