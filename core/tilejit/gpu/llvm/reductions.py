@@ -43,6 +43,27 @@ def _shuffle(self, value, lane_mask):
     return out if isinstance(ty, llir.IntType) else self.b.bitcast(out, ty)
 
 
+def _byte_size(ty) -> int:
+    return ty.width // 8 if isinstance(ty, llir.IntType) else {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(ty)]
+
+
+def _regions(types, count):
+    """Byte offsets of one region of `count` elements per type, one after another (8-byte aligned),
+    and the total size. Operands of a reduce/scan may differ in width (argmax over fp64 keeps i32
+    indices): indexing every region in its own element type from `j * count` made them overlap."""
+    offsets, total = [], 0
+    for ty in types:
+        offsets.append(total)
+        total += -(-count * max(1, _byte_size(ty)) // 8) * 8
+    return offsets, total
+
+
+def _region_ptr(self, ty, byte_offset, index):
+    """Element `index` (i32) of type `ty` in the scratch region that starts at `byte_offset`."""
+    base = self.smem_ptr(llir.IntType(8), llir.Constant(I32, byte_offset))
+    return self.b.gep(base, [index], source_etype=ty)
+
+
 def lower_reduce(self, op):
     axis = op.attrs["axis"]
     src_t = op.operands[0].type
@@ -87,19 +108,20 @@ def lower_reduce(self, op):
 
 def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
     ws = self.warp_size
-    slots = len(accs) * len(accs[0]) * num_warps * ws
-    self.smem_base(slots * 8)
+    threads = num_warps * ws
+    # One region per (accumulator, operand), each in its operand's own width.
+    offsets, nbytes = _regions([v.type for acc in accs for v in acc], threads)
+    self.smem_base(nbytes)
     self.isa.barrier(self.b)
     axis_mask = sum(1 << b for b in warp_bits)
     home_warp = self.b.and_(self.warp, llir.Constant(I32, ~axis_mask & (num_warps - 1)))
 
-    def slot(i, j, warp_value):
-        base = (i * len(accs[0]) + j) * num_warps * ws
+    def slot_ptr(i, j, ty, warp_value):
         t = self.b.add(self.b.mul(warp_value, llir.Constant(I32, ws)), self.lane)
-        return self.b.add(t, llir.Constant(I32, base))
+        return _region_ptr(self, ty, offsets[i * len(accs[0]) + j], t)
     for i, acc in enumerate(accs):
         for j, v in enumerate(acc):
-            self.b.store(v, self.smem_ptr(v.type, slot(i, j, self.warp)))
+            self.b.store(v, slot_ptr(i, j, v.type, self.warp))
     self.isa.barrier(self.b)
     out = []
     for i, acc in enumerate(accs):
@@ -107,7 +129,7 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
         for combo in range(1 << len(warp_bits)):
             w = sum(((combo >> n) & 1) << b for n, b in enumerate(warp_bits))
             wv = self.b.or_(home_warp, llir.Constant(I32, w))
-            vals = [self.b.load(self.smem_ptr(v.type, slot(i, j, wv)), typ=v.type) for j, v in enumerate(acc)]
+            vals = [self.b.load(slot_ptr(i, j, v.type, wv), typ=v.type) for j, v in enumerate(acc)]
             total = vals if total is None else self._combine_region(op, total, vals)
         out.append(total)
     self.isa.barrier(self.b)
@@ -128,7 +150,8 @@ def lower_scan(self, op):
         raise CompilationError.at(op.loc, "internal: a scan whose operands and results differ in layout")
     inputs = [self.get(v) for v in op.operands]
     numel = src_t.numel
-    self.smem_base(numel * 8 * len(inputs))
+    offsets, total = _regions([inp[0].type for inp in inputs], numel)
+    self.smem_base(total)
     self.isa.barrier(self.b)
     coords = self.element_coords(layout)
 
@@ -140,7 +163,7 @@ def lower_scan(self, op):
 
     for j, inp in enumerate(inputs):
         for r, cs in enumerate(coords):
-            self.b.store(inp[r], self.smem_ptr(inp[r].type, self.b.add(index(cs), llir.Constant(I32, j * numel))))
+            self.b.store(inp[r], _region_ptr(self, inp[r].type, offsets[j], index(cs)))
     self.isa.barrier(self.b)
     n = shape[axis]
     outs = [[None] * len(coords) for _ in inputs]
@@ -166,8 +189,8 @@ def lower_scan(self, op):
         self.b.position_at_end(body)
         other = list(cs)
         other[axis] = pos
-        vals = [self.b.load(self.smem_ptr(inp[r].type, self.b.add(index(other), llir.Constant(I32, j * numel))),
-                            typ=inp[r].type) for j, inp in enumerate(inputs)]
+        vals = [self.b.load(_region_ptr(self, inp[r].type, offsets[j], index(other)), typ=inp[r].type)
+                for j, inp in enumerate(inputs)]
         combined = self._combine_region(op, accs, vals)
         chosen = [self.b.select(first, v, c) for v, c in zip(vals, combined)]
         latch = self.b.block
