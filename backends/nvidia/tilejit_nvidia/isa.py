@@ -27,6 +27,30 @@ _INTRINSICS = {
 }
 
 
+# LLVM atomicrmw kind -> (PTX atom operation, type class)
+_ATOM_OPS = {"add": ("add", "u"), "fadd": ("add", "f"), "max": ("max", "s"), "umax": ("max", "u"),
+             "min": ("min", "s"), "umin": ("min", "u"), "and": ("and", "b"), "or": ("or", "b"),
+             "xor": ("xor", "b"), "xchg": ("exch", "b")}
+
+
+def _bit_width(ty) -> int:
+    return ty.width if isinstance(ty, llir.IntType) else {"half": 16, "float": 32, "double": 64}[str(ty)]
+
+
+def _atom_asm(builder, instruction: str, ptr, operands):
+    """`instruction $0, [$1], $2[, $3];` on a global pointer; floats travel as integers of their width
+    (the `.bN` registers PTX accepts for any type of N bits)."""
+    ty = operands[0].type
+    ity = llir.IntType(_bit_width(ty))
+    letter = {16: "h", 32: "r", 64: "l"}[ity.width]
+    args = [v if isinstance(v.type, llir.IntType) else builder.bitcast(v, ity) for v in operands]
+    places = ", ".join(f"${i + 2}" for i in range(len(args)))
+    fnty = llir.FunctionType(ity, [ptr.type] + [ity] * len(args))
+    constraints = ",".join([f"={letter}", "l"] + [letter] * len(args) + ["~{memory}"])
+    old = builder.asm(fnty, f"{instruction} $0, [$1], {places};", constraints, [ptr] + args, side_effect=True)
+    return old if isinstance(ty, llir.IntType) else builder.bitcast(old, ty)
+
+
 def _max_shared_bytes(arch: int) -> int:
     """Shared memory one SM offers to its CTAs (CUDA's per-SM opt-in maxima)."""
     if arch >= 90:
@@ -136,6 +160,27 @@ class NvidiaISA(TargetDescription):
 
     def async_wait(self, builder, pending: int) -> None:
         call_intrinsic(builder, "llvm.nvvm.cp.async.wait.group", llir.VoidType(), [llir.Constant(I32, pending)])
+
+    # -- atomics: written out as PTX, as Triton writes them ------------------------------------------
+    # LLVM's NVPTX back end drops an atomicrmw's memory order (an acq_rel exchange became the relaxed
+    # `atom.global.exch.b64`, so a spin lock's release did not publish the critical section's stores:
+    # test_atomic_cas lost 1964 of 2000 increments on the H100) and states no scope (`.sys` for all).
+    def atomic_rmw(self, builder, kind, ptr, value, sem, scope):
+        ty = value.type
+        bits = _bit_width(ty)
+        if kind == "fadd" and bits == 16:
+            suffix = "add.noftz.f16"          # bf16 arrives as i16 and takes the CAS loop
+        elif bits in (32, 64) and kind in _ATOM_OPS:
+            op, cls = _ATOM_OPS[kind]
+            suffix = f"{op}.{'f' if kind == 'fadd' else cls}{bits}"
+        else:                                   # 8/16-bit integers: LLVM expands into a CAS loop
+            return super().atomic_rmw(builder, kind, ptr, value, sem, scope)
+        return _atom_asm(builder, f"atom.global.{scope}.{sem}.{suffix}", ptr, [value])
+
+    def atomic_cas(self, builder, ptr, cmp, value, sem, scope):
+        if _bit_width(cmp.type) not in (16, 32, 64):
+            return super().atomic_cas(builder, ptr, cmp, value, sem, scope)
+        return _atom_asm(builder, f"atom.global.{sem}.{scope}.cas.b{_bit_width(cmp.type)}", ptr, [cmp, value])
 
     def load_matrix(self, builder, ptr_shared, count: int, trans: bool):
         name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}.{'trans.' if trans else ''}b16"

@@ -14,7 +14,7 @@ description, not a change to the core. Most of it is data:
   `lowering_mixin`: the target's own hooks in the lowering (pipelined loops, shared-memory operands).
 
 The rest are hooks, for what cannot be data: the triple, kernel marking, special registers,
-barriers, shuffles, async copies, matrix loads, math symbols, printf.
+barriers, shuffles, async copies, matrix loads, atomics, math symbols, printf.
 """
 from __future__ import annotations
 
@@ -165,6 +165,23 @@ class TargetDescription(abc.ABC):
     def assert_fail(self, builder: llir.IRBuilder, message: str, file: str, line: int, function: str) -> None:
         """A failed `tl.device_assert`: report where (when the target can print), then stop the kernel."""
         self.trap(builder)
+
+    # -- atomics on global memory ----------------------------------------------------------------
+    # Triton's `sem` -> LLVM's ordering; `scope` (cta, gpu, sys) has no portable LLVM spelling and is
+    # left to the targets that can state it.
+    LLVM_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+
+    def atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, value, sem: str, scope: str):
+        """`*ptr = kind(*ptr, value)` as one atomic, ordered by `sem` (relaxed, acquire, release,
+        acq_rel) at `scope` (cta, gpu, sys); returns the old value. `kind` is LLVM's atomicrmw
+        operation (add, fadd, max, umax, min, umin, and, or, xor, xchg). Default: LLVM's atomicrmw."""
+        return builder.atomic_rmw(kind, ptr, value, self.LLVM_ORDERING[sem])
+
+    def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):
+        """Compare-and-swap of an integer (16, 32 or 64 bits): `*ptr = value` if `*ptr == cmp`, as one
+        atomic ordered like `atomic_rmw`; returns the old value. Default: LLVM's cmpxchg."""
+        pair = builder.cmpxchg(ptr, cmp, value, self.LLVM_ORDERING[sem], "monotonic")
+        return builder.extract_value(pair, 0)
 
     # -- math ----------------------------------------------------------------------------------
     @abc.abstractmethod

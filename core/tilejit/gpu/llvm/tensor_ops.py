@@ -357,7 +357,16 @@ class TensorOps:
 
     _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
             "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
-    _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+
+    @staticmethod
+    def _sem_scope(op):
+        """The op's memory order and scope, Triton's defaults filled in (acq_rel, gpu)."""
+        sem = op.attrs.get("sem") or "acq_rel"
+        scope = op.attrs.get("scope") or "gpu"
+        if sem not in ("relaxed", "acquire", "release", "acq_rel") or scope not in ("cta", "gpu", "sys"):
+            raise CompilationError.at(op.loc, f"atomic with sem={sem!r}, scope={scope!r}: sem must be relaxed, "
+                                              "acquire, release or acq_rel and scope cta, gpu or sys")
+        return sem, scope
 
     def _atomic_each(self, op, make):
         """Apply `make(i)` (an atomic on element i) once per element, in the owning thread only; the
@@ -404,29 +413,28 @@ class TensorOps:
         kind = op.attrs.get("atomic_rmw_op", "add")
         if kind not in self._RMW:
             raise CompilationError.at(op.loc, f"unknown atomic op {kind!r}")
-        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        sem, scope = self._sem_scope(op)
         ptrs, vals = self.get(op.operands[0]), self.get(op.operands[1])
         elem_t = ir.element_type(op.result.type)
         if is_storage_float(elem_t):
             # bf16 has no LLVM type here (it is kept as i16): a compare-and-swap loop on the bits.
             if kind not in ("fadd", "xchg"):
                 raise CompilationError.at(op.loc, f"atomic {kind} is not supported for {elem_t}")
-            if kind == "xchg":
-                self._atomic_each(op, lambda i: self.b.atomic_rmw("xchg", ptrs[i], vals[i if len(vals) > 1 else 0],
-                                                                  ordering))
-                return
             t = op.result.type
 
             def combine(old, i):
-                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, vals[i if len(vals) > 1 else 0], t))
+                new = vals[i if len(vals) > 1 else 0]
+                if kind == "xchg":
+                    return new
+                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, new, t))
                 return from_compute(self.b, total, t)
-            self._atomic_each(op, lambda i: self._cas_loop(ptrs[i], lambda old: combine(old, i), ordering))
+            self._atomic_each(op, lambda i: self._cas_loop(ptrs[i], lambda old: combine(old, i), sem, scope))
             return
-        self._atomic_each(op, lambda i: self.b.atomic_rmw(self._RMW[kind], ptrs[i], vals[i if len(vals) > 1 else 0],
-                                                          ordering))
+        self._atomic_each(op, lambda i: self.isa.atomic_rmw(self.b, self._RMW[kind], ptrs[i],
+                                                            vals[i if len(vals) > 1 else 0], sem, scope))
 
-    def _cas_loop(self, ptr, combine, ordering):
-        """Atomically replace *ptr (an integer) by combine(old); returns old."""
+    def _cas_loop(self, ptr, combine, sem, scope):
+        """Atomically replace *ptr (a 16-bit integer) by combine(old); returns old."""
         elem = llvm_type(ir.IntType(16))
         first = self.b.load(ptr, typ=elem, align=2)
         fn = self.b.block.function
@@ -437,27 +445,25 @@ class TensorOps:
         self.b.position_at_end(loop)
         old = self.b.phi(elem)
         old.add_incoming(first, pre)
-        pair = self.b.cmpxchg(ptr, old, combine(old), ordering, "monotonic")
-        seen = self.b.extract_value(pair, 0)
-        old.add_incoming(seen, loop)
-        self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
+        seen = self.isa.atomic_cas(self.b, ptr, old, combine(old), sem, scope)
+        old.add_incoming(seen, self.b.block)
+        self.b.cbranch(self.b.icmp_unsigned("==", seen, old), done, loop)
         self.b.position_at_end(done)
         return seen
 
     def lower_atomic_cas(self, op):
-        ordering = self._ORDER.get(op.attrs.get("sem", "acq_rel"), "acq_rel")
+        sem, scope = self._sem_scope(op)
         ptrs, cmps, vals = (self.get(v) for v in op.operands[:3])
         elem = llvm_type(op.result.type)
 
         def cas(i):
             cmp, val = cmps[i if len(cmps) > 1 else 0], vals[i if len(vals) > 1 else 0]
-            if not isinstance(elem, llir.IntType):   # cmpxchg works on integers
-                ity = llir.IntType({"half": 16, "float": 32, "double": 64}[str(elem)])
-                pair = self.b.cmpxchg(ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity), ordering,
-                                      "monotonic")
-                return self.b.bitcast(self.b.extract_value(pair, 0), elem)
-            pair = self.b.cmpxchg(ptrs[i], cmp, val, ordering, "monotonic")
-            return self.b.extract_value(pair, 0)
+            if not isinstance(elem, llir.IntType):   # compare-and-swap works on the bits
+                ity = llir.IntType(_byte_size(elem) * 8)
+                old = self.isa.atomic_cas(self.b, ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity),
+                                          sem, scope)
+                return self.b.bitcast(old, elem)
+            return self.isa.atomic_cas(self.b, ptrs[i], cmp, val, sem, scope)
         self._atomic_each(op, cas)
 
     def lower_assert(self, op):
