@@ -5,7 +5,6 @@ fix lands, and then the mark (and the class in known.py) goes. Triton's answers 
 Triton 3.x itself (its CPU interpreter, TRITON_INTERPRET=1) where it supports the types.
 """
 import numpy as np
-import pytest
 import tilejit
 import tilejit.language as tl
 

@@ -107,7 +107,7 @@ def run(ir: str, args, num_warps: int, grid: int = 1) -> None:
                       warp_barriers=[threading.Barrier(32, timeout=120) for _ in range(num_warps)])
         errors = []
 
-        def body(tid):
+        def body(tid, errors=errors):
             _local.tid = tid
             try:
                 kernel(*values)
