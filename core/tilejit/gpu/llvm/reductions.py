@@ -137,9 +137,10 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
 
 
 def lower_scan(self, op):
-    """Inclusive scan along `axis`: every element is written to shared memory; each thread then
-    folds, for each of its elements, the elements before it along the axis (in order, so the
-    combine function need not be commutative). O(n) per element: correct first, fast later."""
+    """Inclusive scan along `axis`. Layouts whose bases along the axis are its powers of two (the
+    blocked layouts) scan level by level (`_scan_by_levels`); any other layout takes the general
+    path: every element is written to shared memory and each thread folds, for each of its
+    elements, the elements before it along the axis, in order (O(n) per element)."""
     axis = op.attrs["axis"]
     reverse = op.attrs.get("reverse", False)
     src_t = op.operands[0].type
@@ -149,6 +150,12 @@ def lower_scan(self, op):
         # Each thread scans the elements it holds and keeps the results in the same registers.
         raise CompilationError.at(op.loc, "internal: a scan whose operands and results differ in layout")
     inputs = [self.get(v) for v in op.operands]
+    levels = _scan_levels(layout, axis, shape[axis])
+    if levels is not None:
+        outs = _scan_by_levels(self, op, layout, inputs, levels, reverse)
+        for j, res in enumerate(op.results):
+            self.set(res, outs[j])
+        return
     numel = src_t.numel
     offsets, total = _regions([inp[0].type for inp in inputs], numel)
     self.smem_base(total)
@@ -205,3 +212,100 @@ def lower_scan(self, op):
     self.isa.barrier(self.b)
     for j, res in enumerate(op.results):
         self.set(res, outs[j])
+
+
+def _scan_levels(layout, axis, n):
+    """The layout's bits along `axis` in order of weight 1, 2, 4, ..., n/2, each as (kind, bit) with
+    kind "reg", "lane" or "warp"; None when some basis mixes the axis with another dimension or the
+    axis bases are not exactly those powers of two."""
+    found = {}
+    for kind, bases in (("reg", layout.registers), ("lane", layout.lanes), ("warp", layout.warps)):
+        for bit, basis in enumerate(bases):
+            v = basis[axis]
+            if not v:
+                continue
+            if any(x for d, x in enumerate(basis) if d != axis) or v & (v - 1) or v in found:
+                return None
+            found[v] = (kind, bit)
+    weights = [1 << k for k in range(max(n, 1).bit_length() - 1)]
+    if sorted(found) != weights or (1 << len(weights)) != n:
+        return None
+    return [found[w] for w in weights]
+
+
+def _scan_by_levels(self, op, layout, inputs, levels, reverse):
+    """Inclusive scan over aligned blocks that double at each level of `levels`. Every element keeps
+    its scan within its block (`prefix`) and the block's total; at a level it meets the partner block
+    (the other register, the lane across a shuffle, or the warp through shared memory) and, when its
+    own block comes later in scan order, puts the partner's total in front of both. The combine
+    function is only ever applied as combine(earlier, later), so it need not be commutative.
+    Registers that differ only in bits of levels already done share their block's total: the
+    shuffles and shared-memory exchanges carry one total per such class."""
+    nregs = layout.num_registers
+    prefix = [[inp[r] for inp in inputs] for r in range(nregs)]
+    total = [list(p) for p in prefix]
+    comb = self._combine_region
+    one = llir.Constant(llir.IntType(1), 1)
+    done_reg_bits = 0
+    for kind, bit in levels:
+        if kind == "reg":
+            mask = 1 << bit
+            for r0 in range(nregs):
+                if r0 & mask:
+                    continue
+                r1 = r0 | mask
+                earlier, later = (r1, r0) if reverse else (r0, r1)
+                joined = comb(op, total[earlier], total[later])
+                prefix[later] = comb(op, total[earlier], prefix[later])
+                total[r0] = total[r1] = joined
+            done_reg_bits |= mask
+            continue
+        classes = sorted({r & ~done_reg_bits for r in range(nregs)})
+        if kind == "lane":
+            got = [[self._shuffle(v, 1 << bit) for v in total[c]] for c in classes]
+            mine = self.b.trunc(self.b.lshr(self.lane, llir.Constant(I32, bit)), llir.IntType(1))
+        else:
+            got = _exchange_across_warps(self, [total[c] for c in classes], bit, layout.num_warps)
+            mine = self.b.trunc(self.b.lshr(self.warp, llir.Constant(I32, bit)), llir.IntType(1))
+        later = self.b.xor(mine, one) if reverse else mine
+        partner = dict(zip(classes, got))
+        new_total = {}
+        for c in classes:
+            after = comb(op, partner[c], total[c])
+            before = comb(op, total[c], partner[c])
+            new_total[c] = [self.b.select(later, a, b) for a, b in zip(after, before)]
+        for r in range(nregs):
+            c = r & ~done_reg_bits
+            with_partner = comb(op, partner[c], prefix[r])
+            prefix[r] = [self.b.select(later, a, b) for a, b in zip(with_partner, prefix[r])]
+            total[r] = new_total[c]
+    return [[prefix[r][j] for r in range(nregs)] for j in range(len(inputs))]
+
+
+def _exchange_across_warps(self, values, bit, num_warps):
+    """values[r][j] of the thread with the same lane in warp `warp ^ (1 << bit)`, through shared memory."""
+    ws = self.warp_size
+    types = [v.type for v in values[0]]
+    store_types = [llir.IntType(8) if t == llir.IntType(1) else t for t in types]
+    offsets, nbytes = _regions(store_types, len(values) * num_warps * ws)
+    self.smem_base(nbytes)
+    self.isa.barrier(self.b)
+
+    def slot(r, warp_value):
+        return self.b.add(self.b.mul(self.b.add(llir.Constant(I32, r * num_warps), warp_value), llir.Constant(I32, ws)),
+                          self.lane)
+    for r, vals in enumerate(values):
+        for j, v in enumerate(vals):
+            stored = self.b.zext(v, store_types[j]) if types[j] != store_types[j] else v
+            self.b.store(stored, _region_ptr(self, store_types[j], offsets[j], slot(r, self.warp)))
+    self.isa.barrier(self.b)
+    other = self.b.xor(self.warp, llir.Constant(I32, 1 << bit))
+    out = []
+    for r in range(len(values)):
+        row = []
+        for j in range(len(types)):
+            v = self.b.load(_region_ptr(self, store_types[j], offsets[j], slot(r, other)), typ=store_types[j])
+            row.append(self.b.trunc(v, types[j]) if types[j] != store_types[j] else v)
+        out.append(row)
+    self.isa.barrier(self.b)
+    return out
