@@ -5,7 +5,6 @@ fix lands, and then the mark (and the class in known.py) goes. Triton's answers 
 Triton 3.x itself (its CPU interpreter, TRITON_INTERPRET=1) where it supports the types.
 """
 import numpy as np
-import pytest
 import tilejit
 import tilejit.language as tl
 
@@ -35,8 +34,6 @@ def _scan_bf16_type(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, s.to(tl.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="tl.cumsum/tl.cumprod of bf16 return fp32; Triton keeps bf16 "
-                                       "(fuzzer seeds 381, 498, 1028 and others)")
 def test_scans_of_bf16_stay_bf16():
     x = np.ones(8, dtype=np.float32)
     out = np.zeros(8, dtype=np.float32)

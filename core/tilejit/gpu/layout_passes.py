@@ -356,6 +356,21 @@ class _AssignLayouts(_Layouts):
             for r in op.results:
                 self.fixed[id(r)] = SliceEncoding(axis, src_enc)
             return
+        if name == "tt.scan" and op.results and _is_tensor(op.results[0]):
+            # A scan keeps every element in the thread that holds it: its operands and all its results
+            # share one layout (a user that wants another gets a conversion after the scan). Each
+            # result deciding on its own let a store's wish give the index of a (value, index) scan
+            # another layout than the one the lowering wrote it in: wrong elements on the GPU.
+            enc = next((self.fixed[id(r)] for r in op.results if id(r) in self.fixed), None)
+            if enc is None:
+                asked = next((self.wanted[id(r)] for r in op.results if id(r) in self.wanted), None)
+                self.want(op.operands[0], asked)
+                enc = self.decide(op.operands[0])
+            for v in op.operands:
+                self.want(v, enc)
+            for r in op.results:
+                self.fixed.setdefault(id(r), enc)
+            return
         res = self.decide(op.results[0]) if op.results and _is_tensor(op.results[0]) else None
         if name == "tt.expand_dims" and res is not None:
             self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))
@@ -421,7 +436,9 @@ class _AssignLayouts(_Layouts):
             return res_enc
         if name == "tt.gather":   # each thread reads the source elements its own indices name
             return res_enc if idx == 1 else None
-        if name == "tt.reduce" or name == "tt.scan":
+        if name == "tt.scan":
+            return res_enc
+        if name == "tt.reduce":
             return self.decide(op.operands[0]) if idx else None
         if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas"):
             return op.operands[0].type.encoding if idx else None

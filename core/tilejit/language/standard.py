@@ -207,10 +207,8 @@ def _pick_sum_dtype(in_dtype, dtype):
 
 
 @core.builtin
-def _sum_input(t, dtype, promote_bf16=False, _semantic=None):
+def _sum_input(t, dtype, _semantic=None):
     t = _semantic.to_tensor(t)
-    if _unwrap(promote_bf16):
-        t = _promote_bfloat16_to_float32(t, _semantic=_semantic)
     out = _pick_sum_dtype(t.type.scalar, _unwrap(dtype))
     return t if out is None else t.to(out, _semantic=_semantic)
 
@@ -450,8 +448,9 @@ def reduce_or(input, axis, keep_dims=False):
 
 @jit
 def cumsum(input, axis=0, reverse=False, dtype: core.constexpr = None):
-    """Inclusive prefix sum along `axis` (from the end when `reverse`)."""
-    input = _sum_input(input, dtype, True)
+    """Inclusive prefix sum along `axis` (from the end when `reverse`). Integers narrower than 32 bits
+    are summed in 32 bits; fp16 and bf16 stay in their type (each step rounded), as in Triton 3.9."""
+    input = _sum_input(input, dtype)
     return core.associative_scan(input, axis, _sum_combine, reverse)
 
 
@@ -463,8 +462,8 @@ def _prod_combine(a, b):
 @jit
 def cumprod(input, axis=0, reverse=False, dtype: core.constexpr = None):
     """Inclusive prefix product along `axis` (from the end when `reverse`); integers narrower than
-    32 bits are multiplied in 32 bits of the same signedness, as Triton 3.9 does (and as `cumsum`)."""
-    input = _sum_input(input, dtype, True)
+    32 bits are multiplied in 32 bits of the same signedness, as Triton 3.9 does (and as `cumsum`); fp16 and bf16 stay in their type."""
+    input = _sum_input(input, dtype)
     return core.associative_scan(input, axis, _prod_combine, reverse)
 
 

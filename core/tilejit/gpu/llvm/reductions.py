@@ -43,6 +43,27 @@ def _shuffle(self, value, lane_mask):
     return out if isinstance(ty, llir.IntType) else self.b.bitcast(out, ty)
 
 
+def _byte_size(ty) -> int:
+    return ty.width // 8 if isinstance(ty, llir.IntType) else {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(ty)]
+
+
+def _regions(types, count):
+    """Byte offsets of one region of `count` elements per type, one after another (8-byte aligned),
+    and the total size. Operands of a reduce/scan may differ in width (argmax over fp64 keeps i32
+    indices): indexing every region in its own element type from `j * count` made them overlap."""
+    offsets, total = [], 0
+    for ty in types:
+        offsets.append(total)
+        total += -(-count * max(1, _byte_size(ty)) // 8) * 8
+    return offsets, total
+
+
+def _region_ptr(self, ty, byte_offset, index):
+    """Element `index` (i32) of type `ty` in the scratch region that starts at `byte_offset`."""
+    base = self.smem_ptr(llir.IntType(8), llir.Constant(I32, byte_offset))
+    return self.b.gep(base, [index], source_etype=ty)
+
+
 def lower_reduce(self, op):
     axis = op.attrs["axis"]
     src_t = op.operands[0].type
@@ -87,19 +108,20 @@ def lower_reduce(self, op):
 
 def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
     ws = self.warp_size
-    slots = len(accs) * len(accs[0]) * num_warps * ws
-    self.smem_base(slots * 8)
+    threads = num_warps * ws
+    # One region per (accumulator, operand), each in its operand's own width.
+    offsets, nbytes = _regions([v.type for acc in accs for v in acc], threads)
+    self.smem_base(nbytes)
     self.isa.barrier(self.b)
     axis_mask = sum(1 << b for b in warp_bits)
     home_warp = self.b.and_(self.warp, llir.Constant(I32, ~axis_mask & (num_warps - 1)))
 
-    def slot(i, j, warp_value):
-        base = (i * len(accs[0]) + j) * num_warps * ws
+    def slot_ptr(i, j, ty, warp_value):
         t = self.b.add(self.b.mul(warp_value, llir.Constant(I32, ws)), self.lane)
-        return self.b.add(t, llir.Constant(I32, base))
+        return _region_ptr(self, ty, offsets[i * len(accs[0]) + j], t)
     for i, acc in enumerate(accs):
         for j, v in enumerate(acc):
-            self.b.store(v, self.smem_ptr(v.type, slot(i, j, self.warp)))
+            self.b.store(v, slot_ptr(i, j, v.type, self.warp))
     self.isa.barrier(self.b)
     out = []
     for i, acc in enumerate(accs):
@@ -107,7 +129,7 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
         for combo in range(1 << len(warp_bits)):
             w = sum(((combo >> n) & 1) << b for n, b in enumerate(warp_bits))
             wv = self.b.or_(home_warp, llir.Constant(I32, w))
-            vals = [self.b.load(self.smem_ptr(v.type, slot(i, j, wv)), typ=v.type) for j, v in enumerate(acc)]
+            vals = [self.b.load(slot_ptr(i, j, v.type, wv), typ=v.type) for j, v in enumerate(acc)]
             total = vals if total is None else self._combine_region(op, total, vals)
         out.append(total)
     self.isa.barrier(self.b)
@@ -115,17 +137,28 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
 
 
 def lower_scan(self, op):
-    """Inclusive scan along `axis`: every element is written to shared memory; each thread then
-    folds, for each of its elements, the elements before it along the axis (in order, so the
-    combine function need not be commutative). O(n) per element: correct first, fast later."""
+    """Inclusive scan along `axis`. Layouts whose bases along the axis are its powers of two (the
+    blocked layouts) scan level by level (`_scan_by_levels`); any other layout takes the general
+    path: every element is written to shared memory and each thread folds, for each of its
+    elements, the elements before it along the axis, in order (O(n) per element)."""
     axis = op.attrs["axis"]
     reverse = op.attrs.get("reverse", False)
     src_t = op.operands[0].type
     shape = src_t.shape
     layout = self.layout(src_t)
+    if any(self.layout(v.type) != layout for v in list(op.operands) + list(op.results)):
+        # Each thread scans the elements it holds and keeps the results in the same registers.
+        raise CompilationError.at(op.loc, "internal: a scan whose operands and results differ in layout")
     inputs = [self.get(v) for v in op.operands]
+    levels = _scan_levels(layout, axis, shape[axis])
+    if levels is not None:
+        outs = _scan_by_levels(self, op, layout, inputs, levels, reverse)
+        for j, res in enumerate(op.results):
+            self.set(res, outs[j])
+        return
     numel = src_t.numel
-    self.smem_base(numel * 8 * len(inputs))
+    offsets, total = _regions([inp[0].type for inp in inputs], numel)
+    self.smem_base(total)
     self.isa.barrier(self.b)
     coords = self.element_coords(layout)
 
@@ -137,7 +170,7 @@ def lower_scan(self, op):
 
     for j, inp in enumerate(inputs):
         for r, cs in enumerate(coords):
-            self.b.store(inp[r], self.smem_ptr(inp[r].type, self.b.add(index(cs), llir.Constant(I32, j * numel))))
+            self.b.store(inp[r], _region_ptr(self, inp[r].type, offsets[j], index(cs)))
     self.isa.barrier(self.b)
     n = shape[axis]
     outs = [[None] * len(coords) for _ in inputs]
@@ -163,8 +196,8 @@ def lower_scan(self, op):
         self.b.position_at_end(body)
         other = list(cs)
         other[axis] = pos
-        vals = [self.b.load(self.smem_ptr(inp[r].type, self.b.add(index(other), llir.Constant(I32, j * numel))),
-                            typ=inp[r].type) for j, inp in enumerate(inputs)]
+        vals = [self.b.load(_region_ptr(self, inp[r].type, offsets[j], index(other)), typ=inp[r].type)
+                for j, inp in enumerate(inputs)]
         combined = self._combine_region(op, accs, vals)
         chosen = [self.b.select(first, v, c) for v, c in zip(vals, combined)]
         latch = self.b.block
@@ -179,3 +212,100 @@ def lower_scan(self, op):
     self.isa.barrier(self.b)
     for j, res in enumerate(op.results):
         self.set(res, outs[j])
+
+
+def _scan_levels(layout, axis, n):
+    """The layout's bits along `axis` in order of weight 1, 2, 4, ..., n/2, each as (kind, bit) with
+    kind "reg", "lane" or "warp"; None when some basis mixes the axis with another dimension or the
+    axis bases are not exactly those powers of two."""
+    found = {}
+    for kind, bases in (("reg", layout.registers), ("lane", layout.lanes), ("warp", layout.warps)):
+        for bit, basis in enumerate(bases):
+            v = basis[axis]
+            if not v:
+                continue
+            if any(x for d, x in enumerate(basis) if d != axis) or v & (v - 1) or v in found:
+                return None
+            found[v] = (kind, bit)
+    weights = [1 << k for k in range(max(n, 1).bit_length() - 1)]
+    if sorted(found) != weights or (1 << len(weights)) != n:
+        return None
+    return [found[w] for w in weights]
+
+
+def _scan_by_levels(self, op, layout, inputs, levels, reverse):
+    """Inclusive scan over aligned blocks that double at each level of `levels`. Every element keeps
+    its scan within its block (`prefix`) and the block's total; at a level it meets the partner block
+    (the other register, the lane across a shuffle, or the warp through shared memory) and, when its
+    own block comes later in scan order, puts the partner's total in front of both. The combine
+    function is only ever applied as combine(earlier, later), so it need not be commutative.
+    Registers that differ only in bits of levels already done share their block's total: the
+    shuffles and shared-memory exchanges carry one total per such class."""
+    nregs = layout.num_registers
+    prefix = [[inp[r] for inp in inputs] for r in range(nregs)]
+    total = [list(p) for p in prefix]
+    comb = self._combine_region
+    one = llir.Constant(llir.IntType(1), 1)
+    done_reg_bits = 0
+    for kind, bit in levels:
+        if kind == "reg":
+            mask = 1 << bit
+            for r0 in range(nregs):
+                if r0 & mask:
+                    continue
+                r1 = r0 | mask
+                earlier, later = (r1, r0) if reverse else (r0, r1)
+                joined = comb(op, total[earlier], total[later])
+                prefix[later] = comb(op, total[earlier], prefix[later])
+                total[r0] = total[r1] = joined
+            done_reg_bits |= mask
+            continue
+        classes = sorted({r & ~done_reg_bits for r in range(nregs)})
+        if kind == "lane":
+            got = [[self._shuffle(v, 1 << bit) for v in total[c]] for c in classes]
+            mine = self.b.trunc(self.b.lshr(self.lane, llir.Constant(I32, bit)), llir.IntType(1))
+        else:
+            got = _exchange_across_warps(self, [total[c] for c in classes], bit, layout.num_warps)
+            mine = self.b.trunc(self.b.lshr(self.warp, llir.Constant(I32, bit)), llir.IntType(1))
+        later = self.b.xor(mine, one) if reverse else mine
+        partner = dict(zip(classes, got))
+        new_total = {}
+        for c in classes:
+            after = comb(op, partner[c], total[c])
+            before = comb(op, total[c], partner[c])
+            new_total[c] = [self.b.select(later, a, b) for a, b in zip(after, before)]
+        for r in range(nregs):
+            c = r & ~done_reg_bits
+            with_partner = comb(op, partner[c], prefix[r])
+            prefix[r] = [self.b.select(later, a, b) for a, b in zip(with_partner, prefix[r])]
+            total[r] = new_total[c]
+    return [[prefix[r][j] for r in range(nregs)] for j in range(len(inputs))]
+
+
+def _exchange_across_warps(self, values, bit, num_warps):
+    """values[r][j] of the thread with the same lane in warp `warp ^ (1 << bit)`, through shared memory."""
+    ws = self.warp_size
+    types = [v.type for v in values[0]]
+    store_types = [llir.IntType(8) if t == llir.IntType(1) else t for t in types]
+    offsets, nbytes = _regions(store_types, len(values) * num_warps * ws)
+    self.smem_base(nbytes)
+    self.isa.barrier(self.b)
+
+    def slot(r, warp_value):
+        return self.b.add(self.b.mul(self.b.add(llir.Constant(I32, r * num_warps), warp_value), llir.Constant(I32, ws)),
+                          self.lane)
+    for r, vals in enumerate(values):
+        for j, v in enumerate(vals):
+            stored = self.b.zext(v, store_types[j]) if types[j] != store_types[j] else v
+            self.b.store(stored, _region_ptr(self, store_types[j], offsets[j], slot(r, self.warp)))
+    self.isa.barrier(self.b)
+    other = self.b.xor(self.warp, llir.Constant(I32, 1 << bit))
+    out = []
+    for r in range(len(values)):
+        row = []
+        for j in range(len(types)):
+            v = self.b.load(_region_ptr(self, store_types[j], offsets[j], slot(r, other)), typ=store_types[j])
+            row.append(self.b.trunc(v, types[j]) if types[j] != store_types[j] else v)
+        out.append(row)
+    self.isa.barrier(self.b)
+    return out

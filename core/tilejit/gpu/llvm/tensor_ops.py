@@ -440,7 +440,10 @@ class TensorOps:
             t = op.result.type
 
             def combine(old, i):
-                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, vals[i if len(vals) > 1 else 0], t))
+                new = vals[i if len(vals) > 1 else 0]
+                if kind == "xchg":
+                    return new
+                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, new, t))
                 return from_compute(self.b, total, t)
 
             def add(i):
@@ -465,7 +468,7 @@ class TensorOps:
         old = self.b.phi(elem)
         old.add_incoming(first, pre)
         seen = self.isa.atomic_cas(self.b, ptr, old, combine(old), sem, scope)
-        old.add_incoming(seen, loop)
+        old.add_incoming(seen, self.b.block)
         self.b.cbranch(self.b.icmp_unsigned("==", seen, old), done, loop)
         self.b.position_at_end(done)
         return seen

@@ -1,0 +1,108 @@
+"""Scans and reductions compiled for cuda:90 and run on the host by `simt_runner` (the kernel's LLVM
+IR, one OS thread per GPU thread): the GPU lowering's results, checked without a GPU.
+
+Both bugs here gave wrong results only on the H100: a (value, int64 index) scan whose index result got
+another layout than the one the lowering wrote it in (Triton's test_scan2d cummax), and argmax over
+fp64 whose int32 indices overwrote half the values in the cross-warp scratch (test_reduce).
+"""
+import numpy as np
+import pytest
+
+import tilejit
+import tilejit.language as tl
+
+from simt_runner import run
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
+
+
+@tilejit.jit
+def _max_with_index(v0, i0, v1, i1):
+    gt = v0 > v1
+    return tl.where(gt, v0, v1), tl.where(gt, i0, i1)
+
+
+@tilejit.jit
+def _cummax_index(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr, REVERSE: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    offs = rm[:, None] * N + rn[None, :]
+    x = tl.load(x_ptr + offs)
+    if AXIS == 0:
+        idx = tl.broadcast_to(rm[:, None].to(tl.int64), [M, N])
+    else:
+        idx = tl.broadcast_to(rn[None, :].to(tl.int64), [M, N])
+    _, z = tl.associative_scan((x, idx), axis=AXIS, combine_fn=_max_with_index, reverse=REVERSE)
+    tl.store(z_ptr + offs, z)
+
+
+def _np_cummax_index(x, axis, reverse):
+    xt = np.moveaxis(x, axis, -1)
+    out = np.empty(xt.shape, np.int64)
+    n = xt.shape[-1]
+    for row in np.ndindex(xt.shape[:-1]):
+        best = None
+        for i in (range(n - 1, -1, -1) if reverse else range(n)):
+            if best is None or not xt[row][best] > xt[row][i]:
+                best = i
+            out[row + (i,)] = best
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("shape, axis, reverse, num_warps", [
+    ((32, 16), 1, True, 4), ((32, 16), 0, False, 4), ((2, 1024), 1, False, 16), ((2, 1024), 0, True, 16)])
+def test_running_max_with_index(shape, axis, reverse, num_warps):
+    x = RNG.integers(-6, 7, shape).astype(np.int32)   # ties: the later index in scan order wins
+    kernel = _cummax_index.warmup("*i32", "*i64", M=shape[0], N=shape[1], AXIS=axis, REVERSE=reverse,
+                                  num_warps=num_warps, grid=(1,), target="cuda:90")
+    z = np.full(shape, -1, np.int64)
+    run(kernel.asm["llir"], [x, z], num_warps)
+    np.testing.assert_array_equal(z, _np_cummax_index(x, axis, reverse))
+
+
+@tilejit.jit
+def _argmax(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr, tl.argmax(x, axis=0))
+    tl.store(out_ptr + 1, tl.argmin(x, axis=0))
+
+
+@pytest.mark.parametrize("dtype, sig", [(np.float64, "*fp64"), (np.int64, "*i64"), (np.int8, "*i8")])
+def test_argmax_across_warps(dtype, sig):
+    x = (RNG.integers(-50, 50, 1024) if dtype != np.float64 else RNG.standard_normal(1024)).astype(dtype)
+    kernel = _argmax.warmup(sig, "*i32", N=1024, num_warps=4, grid=(1,), target="cuda:90")
+    out = np.full(2, -1, np.int32)
+    run(kernel.asm["llir"], [x, out], 4)
+    np.testing.assert_array_equal(out, [np.argmax(x), np.argmin(x)])
+
+
+@tilejit.jit
+def _bf16_scans(x_ptr, s_ptr, p_ptr, M: tl.constexpr, N: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs).to(tl.bfloat16)
+    s = tl.cumsum(x, 1, reverse=REVERSE)
+    p = tl.cumprod(x, 1, reverse=REVERSE)
+    tl.static_assert(s.dtype == tl.bfloat16)
+    tl.store(s_ptr + offs, s.to(tl.float32))
+    tl.store(p_ptr + offs, p.to(tl.float32))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_bf16_scans_stay_bf16(reverse):
+    shape = (4, 64)
+    x = RNG.choice([1.0, -1.0, 2.0, 0.5], shape).astype(np.float32)   # sums and products stay exact
+    kernel = _bf16_scans.warmup("*fp32", "*fp32", "*fp32", M=4, N=64, REVERSE=reverse, num_warps=4, grid=(1,),
+                                target="cuda:90")
+    s, p = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+    run(kernel.asm["llir"], [x, s, p], 4)
+    xs = x[:, ::-1] if reverse else x
+    ref_s, ref_p = np.cumsum(xs, 1), np.cumprod(xs, 1)
+    if reverse:
+        ref_s, ref_p = ref_s[:, ::-1], ref_p[:, ::-1]
+    np.testing.assert_array_equal(s, ref_s)
+    np.testing.assert_array_equal(p, ref_p)
