@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import threading
+import time
 import warnings
 
 from tilejit import backends, ir, plugins
@@ -196,6 +197,9 @@ class CompiledKernel:
         self.metadata = metadata
         self.asm = asm
         self.hash = metadata.get("hash")
+        # Seconds each stage took when this process compiled the kernel ({} when it came from the
+        # disk cache): what `bench/compile_speed.py` reports. Not metadata: it differs run to run.
+        self.stage_times: dict = {}
         self._launcher = None
         self._lock = threading.Lock()
 
@@ -498,10 +502,13 @@ def compile(src, target=None, options=None) -> CompiledKernel:
     metadata = _initial_metadata(src, target, opts, key)
     stages = _stage_table(src, target, backend, opts)
     asm: dict = {}
+    stage_times: dict = {}
     module = src
     for name, stage_fn in stages.items():
+        started = time.perf_counter()
         module = _run_stage(name, stage_fn, module, metadata)
         asm[name] = _to_artifact(name, module, metadata["name"])
+        stage_times[name] = time.perf_counter() - started
     metadata["artifacts"] = [[name, "binary" if isinstance(a, bytes) else "text"] for name, a in asm.items()]
     try:
         json.dumps(metadata)
@@ -516,8 +523,11 @@ def compile(src, target=None, options=None) -> CompiledKernel:
         except OSError as exc:  # a debugging aid must not fail the compilation (warned once per directory)
             from tilejit.config import warn_dump_failure
             warn_dump_failure(str(dump_dir), exc)
+    started = time.perf_counter()
     _store_to_disk(key, metadata, asm)
+    stage_times["store"] = time.perf_counter() - started
     kernel = CompiledKernel(src.name, target, metadata, asm)
+    kernel.stage_times = stage_times
     with _memory_lock:
         _memory_cache[key] = kernel
     return kernel
