@@ -21,7 +21,7 @@ from tilejit.config import knobs
 from tilejit.errors import CompilationError, TilejitError
 from tilejit.passes.pipeline import run_ttir_passes
 
-__all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid"]
+__all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid", "PureStage"]
 
 
 # --- collaborators ------------------------------------------------------------------------------
@@ -319,6 +319,38 @@ class CompiledKernel:
         return f"CompiledKernel({self.name!r}, target={self.target!s}, stages={list(self.asm)})"
 
 
+# --- stages that may run concurrently -----------------------------------------------------------
+
+class PureStage:
+    """A stage that is a pure function of its input text: `fn(src, *args)`, with `fn` a module-level
+    function and `args` plain values, touching no Python state shared with other compilations.
+
+    The driver runs every other stage of every compilation in the process one at a time (under one
+    lock: the frontend, the passes and the lowering are Python code written for one compilation at a
+    time, and bound by the GIL anyway), but pure stages outside that lock, so several compilations in
+    threads (the autotuner's) overlap their assemblers and LLVM with each other's Python. A backend
+    marks its toolchain steps (LLVM IR -> assembly -> binary) this way; a pure stage ignores the
+    metadata.
+    """
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, *args):
+        self.fn = fn
+        self.args = args
+
+    def __call__(self, src, metadata=None):
+        return self.fn(src, *self.args)
+
+    def __repr__(self):
+        return f"PureStage({getattr(self.fn, '__qualname__', self.fn)}, {', '.join(map(repr, self.args))})"
+
+
+# Held while a compilation runs its stages that are not PureStages (see PureStage); reentrant, so a
+# stage may compile another kernel.
+_python_stages_lock = threading.RLock()
+
+
 # --- the driver ---------------------------------------------------------------------------------
 
 _memory_cache: dict = {}
@@ -500,13 +532,18 @@ def compile(src, target=None, options=None) -> CompiledKernel:
             return loaded
 
     metadata = _initial_metadata(src, target, opts, key)
-    stages = _stage_table(src, target, backend, opts)
+    with _python_stages_lock:
+        stages = _stage_table(src, target, backend, opts)
     asm: dict = {}
     stage_times: dict = {}
     module = src
     for name, stage_fn in stages.items():
         started = time.perf_counter()
-        module = _run_stage(name, stage_fn, module, metadata)
+        if isinstance(stage_fn, PureStage):
+            module = _run_stage(name, stage_fn, module, metadata)
+        else:
+            with _python_stages_lock:
+                module = _run_stage(name, stage_fn, module, metadata)
         asm[name] = _to_artifact(name, module, metadata["name"])
         stage_times[name] = time.perf_counter() - started
     metadata["artifacts"] = [[name, "binary" if isinstance(a, bytes) else "text"] for name, a in asm.items()]
