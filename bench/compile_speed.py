@@ -47,6 +47,9 @@ KERNELS = {
     "cumsum": ("cumsum_row_kernel", {"x_ptr": F32, "y_ptr": F32, "stride": "i32", "n_cols": "i32"},
                {"BLOCK_SIZE": 1024}, {"num_warps": 4}),
 }
+# The matmul configs of Triton's tutorial: the first call of an autotuned kernel compiles them all.
+AUTOTUNE_CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
+                    (64, 128, 32, 4, 4), (128, 32, 32, 4, 4), (64, 32, 32, 2, 5), (32, 64, 32, 2, 5)]
 WARMUP = ("add_kernel", {"x_ptr": F32, "y_ptr": F32, "out_ptr": F32, "n_elements": "i32"}, {"BLOCK_SIZE": 256}, {})
 
 
@@ -72,7 +75,7 @@ class _Tilejit:
         kernel = self.tilejit.compile(src, target="cuda:90", options=options)
         total = time.perf_counter() - start
         assert kernel.asm["cubin"], name
-        return total, dict(kernel.stage_times)
+        return total, dict(getattr(kernel, "stage_times", {}))
 
 
 class _Triton:
@@ -121,6 +124,34 @@ class _Triton:
         total = time.perf_counter() - start
         assert kernel.asm["cubin"], name
         return total, dict(self.stage_times)
+
+
+def autotune_worker(flavour: str, workers: int) -> dict:
+    """Milliseconds to compile every AUTOTUNE_CONFIGS matmul (cold, after a warm-up compile): tilejit
+    through `Autotuner.warmup` with `workers` compile threads, Triton one config after another (as its
+    autotuner compiles each config when it first times it)."""
+    compiler = _Tilejit() if flavour == "tilejit" else _Triton()
+    scratch = tempfile.mkdtemp(prefix=f"compile-speed-at-{flavour}-")
+    try:
+        compiler.compile(*WARMUP, os.path.join(scratch, "warmup"))
+        kernel, sig, _, _ = KERNELS["matmul"]
+        start = time.perf_counter()
+        if flavour == "tilejit":
+            tilejit = compiler.tilejit
+            os.environ["TILEJIT_CACHE_DIR"] = os.path.join(scratch, "tuned")
+            configs = [tilejit.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8}, num_warps=w,
+                                      num_stages=st) for m, n, k, w, st in AUTOTUNE_CONFIGS]
+            tuned = tilejit.autotune(configs=configs, key=["M"])(getattr(compiler.kernels, kernel))
+            tuned.compile_workers = workers
+            with tilejit.target("cuda:90"):
+                tuned.warmup(*sig.values())
+        else:
+            for i, (m, n, k, w, st) in enumerate(AUTOTUNE_CONFIGS):
+                compiler.compile(kernel, sig, {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8},
+                                 {"num_warps": w, "num_stages": st}, os.path.join(scratch, str(i)))
+        return {"ms": (time.perf_counter() - start) * 1e3, "configs": len(AUTOTUNE_CONFIGS)}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def worker(flavour: str, names: list, reps: int, profile: str | None) -> dict:
@@ -190,8 +221,14 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=5, help="cold compiles per kernel (the median is reported)")
     ap.add_argument("--triton-python", help="a Python whose environment has Triton (default: this one, if it has)")
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of tilejit's compiles (not the warm-up)")
+    ap.add_argument("--autotune", action="store_true",
+                    help="instead: compile the 8 configs of an autotuned matmul (its first call), tilejit with "
+                         "1 and --threads compile threads, Triton one by one")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="compile threads for --autotune")
     ap.add_argument("--worker", choices=("tilejit", "triton"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.autotune:
+        return autotune_main(args)
     names = args.only.split(",") if args.only else list(KERNELS)
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
@@ -216,6 +253,31 @@ def main(argv=None) -> None:
         first += f", Triton {theirs['_process_first_compile_ms']:.0f} ms"
     print(f"\nmedian of {args.reps} cold compiles per kernel, cuda:90 to cubin; {first}\n")
     print(stage_table(names, ours, theirs, markdown_table))
+
+
+def autotune_main(args) -> None:
+    if args.worker:
+        print(json.dumps(autotune_worker(args.worker, args.threads)))
+        return
+
+    def run(python, flavour, threads):
+        command = [python, os.path.abspath(__file__), "--autotune", "--worker", flavour, "--threads", str(threads)]
+        env = dict(os.environ)
+        if flavour == "triton":
+            env.pop("PYTHONPATH", None)
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise SystemExit(f"the {flavour} worker failed:\n{done.stderr[-4000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])["ms"]
+
+    rows = [[f"tilejit, {n} compile thread{'s' if n > 1 else ''}", f"{run(sys.executable, 'tilejit', n):.0f}"]
+            for n in sorted({1, args.threads})]
+    python = _triton_python(args.triton_python)
+    if python:
+        rows.append(["Triton, one by one", f"{run(python, 'triton', 1):.0f}"])
+    sys.path.insert(0, HERE)
+    from common import markdown_table
+    print(markdown_table([f"compile {len(AUTOTUNE_CONFIGS)} matmul configs, cuda:90 (cold)", "ms"], rows))
 
 
 def stage_table(names, ours, theirs, markdown_table) -> str:

@@ -8,6 +8,7 @@ on disk (`tilejit.runtime.cache`), keyed by everything that can change the gener
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
@@ -350,6 +351,36 @@ class PureStage:
 # stage may compile another kernel.
 _python_stages_lock = threading.RLock()
 
+# A `tilejit.runtime.compile_workers.WorkerPool` where the pure stages of compilations in this context
+# run (the autotuner sets it for its compile threads), or None: in this process.
+_offload_pool: contextvars.ContextVar = contextvars.ContextVar("tilejit_offload_pool", default=None)
+
+
+def offload_pure_stages(pool) -> None:
+    """Run the PureStages of compilations in the current context in `pool`'s worker processes (None:
+    in this process). Meant for a context of its own (`contextvars.copy_context().run`)."""
+    _offload_pool.set(pool)
+
+
+def _offloadable(stage_fn) -> bool:
+    fn = getattr(stage_fn, "fn", None)
+    return isinstance(stage_fn, PureStage) and "<" not in getattr(fn, "__qualname__", "<")
+
+
+def _run_offloaded(pool, run: list, module, metadata):
+    """(outputs, seconds) of the pure stages `run` ([(name, PureStage)]) in a worker, or None to run
+    them here. A stage's failure is raised as it would have been here."""
+    from tilejit.runtime.compile_workers import StageFailed
+    try:
+        return pool.run([fn for _, fn in run], module)
+    except StageFailed as failed:
+        name, error = run[failed.index][0], failed.error
+
+    def reraise(_module, _metadata):
+        raise error
+
+    return _run_stage(name, reraise, module, metadata)  # wraps a foreign error as it would be here
+
 
 # --- the driver ---------------------------------------------------------------------------------
 
@@ -537,7 +568,25 @@ def compile(src, target=None, options=None) -> CompiledKernel:
     asm: dict = {}
     stage_times: dict = {}
     module = src
-    for name, stage_fn in stages.items():
+    pool = _offload_pool.get()
+    items = list(stages.items())
+    index = 0
+    while index < len(items):
+        name, stage_fn = items[index]
+        if pool is not None and _offloadable(stage_fn) and isinstance(module, (str, bytes)):
+            end = index
+            while end < len(items) and _offloadable(items[end][1]):
+                end += 1
+            run = items[index:end]
+            done = _run_offloaded(pool, run, module, metadata)
+            if done is not None:
+                for (stage, _), output, seconds in zip(run, *done):
+                    asm[stage] = _to_artifact(stage, output, metadata["name"])
+                    stage_times[stage] = seconds
+                module = done[0][-1]
+                index = end
+                continue
+        index += 1
         started = time.perf_counter()
         if isinstance(stage_fn, PureStage):
             module = _run_stage(name, stage_fn, module, metadata)

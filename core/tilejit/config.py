@@ -189,6 +189,16 @@ class Knobs:
             raise KnobError(f"TILEJIT_AUTOTUNE_COMPILE_WORKERS={raw!r} must not be negative")
         return value
 
+    @property
+    def autotune_compile_processes(self) -> bool:
+        """TILEJIT_AUTOTUNE_COMPILE_PROCESSES (default on): the autotuner's compile threads run the
+        toolchain stages (LLVM, the assembler) in worker processes, where they run in parallel; off:
+        in this process, where llvmlite runs one LLVM call at a time."""
+        raw = os.environ.get("TILEJIT_AUTOTUNE_COMPILE_PROCESSES", "1").strip().lower()
+        if raw in _TRUE_WORDS or raw == "":
+            return True
+        return _flag("TILEJIT_AUTOTUNE_COMPILE_PROCESSES")
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
@@ -202,7 +212,7 @@ class Knobs:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "cache_strict", "always_compile", "dump_dir", "target",
                  "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default", "autotune_interpreter",
-                 "autotune_compile_workers")
+                 "autotune_compile_workers", "autotune_compile_processes")
         return {name: getattr(self, name) for name in names}
 
 

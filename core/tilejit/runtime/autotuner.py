@@ -11,7 +11,9 @@ fails is the first failure raised.
 Before timing, every config's kernel is compiled, several at once in threads (the knob
 `TILEJIT_AUTOTUNE_COMPILE_WORKERS`, or `Autotuner.compile_workers`; 0 or 1 compiles each as it is
 timed, as before): the backends' toolchain stages (`tilejit.compiler.PureStage`: LLVM, ptxas) of one
-config overlap the Python stages of the others. A config that fails to compile there is skipped with
+config overlap the Python stages of the others, and run in worker processes
+(`tilejit.runtime.compile_workers`; `TILEJIT_AUTOTUNE_COMPILE_PROCESSES=0` keeps them in threads of
+this process, where llvmlite runs one LLVM call at a time). A config that fails to compile there is skipped with
 the same warning, once, and not timed; which config wins does not change.
 
 On the interpreter, timings say nothing about the GPU and each config costs a full CPU run, so the
@@ -159,6 +161,8 @@ class Autotuner(KernelInterface):
     bench_on_interpreter = False
     # How many configs compile at once before timing; None: the knob TILEJIT_AUTOTUNE_COMPILE_WORKERS.
     compile_workers = None
+    # Whether their toolchain stages run in worker processes; None: TILEJIT_AUTOTUNE_COMPILE_PROCESSES.
+    compile_processes = None
 
     # --- hooks around each timed run -------------------------------------------------------------
 
@@ -266,6 +270,12 @@ class Autotuner(KernelInterface):
             workers = getattr(compiler._knobs(), "autotune_compile_workers", 1)
         return max(1, min(int(workers), count))
 
+    def _use_processes(self) -> bool:
+        processes = self.compile_processes
+        if processes is None:
+            processes = getattr(compiler._knobs(), "autotune_compile_processes", False)
+        return bool(processes)
+
     def _compile_all(self, args, kwargs: dict, configs: list) -> list:
         """[(config, CompiledKernel or the exception its compilation raised)], in config order; the
         compilations run in `_workers_for` threads."""
@@ -282,6 +292,11 @@ class Autotuner(KernelInterface):
             return [(config, build(config)) for config in configs]
         # Each compilation sees the caller's context variables (a `with tilejit.target(...)` scope).
         contexts = [contextvars.copy_context() for _ in configs]
+        if self._use_processes():
+            from tilejit.runtime import compile_workers
+            pool = compile_workers.pool(workers)
+            for context in contexts:
+                context.run(compiler.offload_pure_stages, pool)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilejit-autotune") as pool:
             results = pool.map(lambda job: job[0].run(build, job[1]), zip(contexts, configs))
             return list(zip(configs, results))
