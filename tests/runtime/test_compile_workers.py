@@ -5,6 +5,7 @@ would have been here, and a fallback to this process when a worker cannot serve.
 """
 import contextvars
 import json
+import os
 import re
 import textwrap
 
@@ -41,6 +42,19 @@ def test_a_worker_that_cannot_start_leaves_the_work_here(monkeypatch):
     p = compile_workers.WorkerPool(1)
     monkeypatch.setattr(compile_workers.sys, "executable", "/nonexistent/python")
     assert p.run([PureStage(textwrap.dedent)], "  x") is None and p.broken
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_gets_a_pool_of_its_own():
+    parent = compile_workers.pool(1)
+    assert compile_workers.pool(1) is parent
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its pool must not be the parent's (whose pipes lead to the parent's workers)
+        os.write(write, b"1" if compile_workers.pool(1) is not parent else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
 
 
 def _ptxas():

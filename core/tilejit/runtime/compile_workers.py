@@ -155,21 +155,23 @@ _pools_lock = threading.Lock()
 
 
 def pool(size: int) -> WorkerPool:
-    """The process's pool of (at least) `size` workers."""
+    """The process's pool of (at least) `size` workers. A forked child gets a pool of its own: the
+    workers it inherited talk to its parent."""
     with _pools_lock:
-        existing = _pools.get("pool")
+        existing = _pools.get(os.getpid())
         if existing is None or existing.size < size:
             if existing is not None:
                 existing.size = size  # grow in place: its running workers stay useful
             else:
-                existing = _pools["pool"] = WorkerPool(size)
+                existing = _pools[os.getpid()] = WorkerPool(size)
         return existing
 
 
 @atexit.register
 def _close_pools() -> None:
-    for p in list(_pools.values()):
-        p.close()
+    mine = _pools.get(os.getpid())
+    if mine is not None:
+        mine.close()
 
 
 # ---- the child ---------------------------------------------------------------------------------
