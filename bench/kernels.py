@@ -162,3 +162,25 @@ def attention_fwd_masked_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale,
 @triton.jit
 def tiny_kernel(x_ptr):
     tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+
+@triton.jit
+def gelu_masked_kernel(x_ptr, gate_ptr, out_ptr, n_elements, limit, BLOCK_SIZE: tl.constexpr):
+    """An elementwise kernel with two masks, a select and a libdevice call (erf), like the fused
+    activations of LLM training libraries."""
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    gate = tl.load(gate_ptr + offsets, mask=mask & (offsets < limit), other=1.0).to(tl.float32)
+    gelu = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
+    y = tl.where(x > 0, gelu * gate, gelu)
+    tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def cumsum_row_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    tl.store(y_ptr + row * stride + cols, tl.cumsum(x, axis=0), mask=mask)

@@ -8,11 +8,13 @@ on disk (`tilejit.runtime.cache`), keyed by everything that can change the gener
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
 import os
 import threading
+import time
 import warnings
 
 from tilejit import backends, ir, plugins
@@ -20,7 +22,7 @@ from tilejit.config import knobs
 from tilejit.errors import CompilationError, TilejitError
 from tilejit.passes.pipeline import run_ttir_passes
 
-__all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid"]
+__all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid", "PureStage"]
 
 
 # --- collaborators ------------------------------------------------------------------------------
@@ -196,6 +198,9 @@ class CompiledKernel:
         self.metadata = metadata
         self.asm = asm
         self.hash = metadata.get("hash")
+        # Seconds each stage took when this process compiled the kernel ({} when it came from the
+        # disk cache): what `bench/compile_speed.py` reports. Not metadata: it differs run to run.
+        self.stage_times: dict = {}
         self._launcher = None
         self._lock = threading.Lock()
 
@@ -313,6 +318,68 @@ class CompiledKernel:
 
     def __repr__(self):
         return f"CompiledKernel({self.name!r}, target={self.target!s}, stages={list(self.asm)})"
+
+
+# --- stages that may run concurrently -----------------------------------------------------------
+
+class PureStage:
+    """A stage that is a pure function of its input text: `fn(src, *args)`, with `fn` a module-level
+    function and `args` plain values, touching no Python state shared with other compilations.
+
+    The driver runs every other stage of every compilation in the process one at a time (under one
+    lock: the frontend, the passes and the lowering are Python code written for one compilation at a
+    time, and bound by the GIL anyway), but pure stages outside that lock, so several compilations in
+    threads (the autotuner's) overlap their assemblers and LLVM with each other's Python. A backend
+    marks its toolchain steps (LLVM IR -> assembly -> binary) this way; a pure stage ignores the
+    metadata.
+    """
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, *args):
+        self.fn = fn
+        self.args = args
+
+    def __call__(self, src, metadata=None):
+        return self.fn(src, *self.args)
+
+    def __repr__(self):
+        return f"PureStage({getattr(self.fn, '__qualname__', self.fn)}, {', '.join(map(repr, self.args))})"
+
+
+# Held while a compilation runs its stages that are not PureStages (see PureStage); reentrant, so a
+# stage may compile another kernel.
+_python_stages_lock = threading.RLock()
+
+# A `tilejit.runtime.compile_workers.WorkerPool` where the pure stages of compilations in this context
+# run (the autotuner sets it for its compile threads), or None: in this process.
+_offload_pool: contextvars.ContextVar = contextvars.ContextVar("tilejit_offload_pool", default=None)
+
+
+def offload_pure_stages(pool) -> None:
+    """Run the PureStages of compilations in the current context in `pool`'s worker processes (None:
+    in this process). Meant for a context of its own (`contextvars.copy_context().run`)."""
+    _offload_pool.set(pool)
+
+
+def _offloadable(stage_fn) -> bool:
+    fn = getattr(stage_fn, "fn", None)
+    return isinstance(stage_fn, PureStage) and "<" not in getattr(fn, "__qualname__", "<")
+
+
+def _run_offloaded(pool, run: list, module, metadata):
+    """(outputs, seconds) of the pure stages `run` ([(name, PureStage)]) in a worker, or None to run
+    them here. A stage's failure is raised as it would have been here."""
+    from tilejit.runtime.compile_workers import StageFailed
+    try:
+        return pool.run([fn for _, fn in run], module)
+    except StageFailed as failed:
+        name, error = run[failed.index][0], failed.error
+
+    def reraise(_module, _metadata):
+        raise error
+
+    return _run_stage(name, reraise, module, metadata)  # wraps a foreign error as it would be here
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -496,12 +563,38 @@ def compile(src, target=None, options=None) -> CompiledKernel:
             return loaded
 
     metadata = _initial_metadata(src, target, opts, key)
-    stages = _stage_table(src, target, backend, opts)
+    with _python_stages_lock:
+        stages = _stage_table(src, target, backend, opts)
     asm: dict = {}
+    stage_times: dict = {}
     module = src
-    for name, stage_fn in stages.items():
-        module = _run_stage(name, stage_fn, module, metadata)
+    pool = _offload_pool.get()
+    items = list(stages.items())
+    index = 0
+    while index < len(items):
+        name, stage_fn = items[index]
+        if pool is not None and _offloadable(stage_fn) and isinstance(module, (str, bytes)):
+            end = index
+            while end < len(items) and _offloadable(items[end][1]):
+                end += 1
+            run = items[index:end]
+            done = _run_offloaded(pool, run, module, metadata)
+            if done is not None:
+                for (stage, _), output, seconds in zip(run, *done):
+                    asm[stage] = _to_artifact(stage, output, metadata["name"])
+                    stage_times[stage] = seconds
+                module = done[0][-1]
+                index = end
+                continue
+        index += 1
+        started = time.perf_counter()
+        if isinstance(stage_fn, PureStage):
+            module = _run_stage(name, stage_fn, module, metadata)
+        else:
+            with _python_stages_lock:
+                module = _run_stage(name, stage_fn, module, metadata)
         asm[name] = _to_artifact(name, module, metadata["name"])
+        stage_times[name] = time.perf_counter() - started
     metadata["artifacts"] = [[name, "binary" if isinstance(a, bytes) else "text"] for name, a in asm.items()]
     try:
         json.dumps(metadata)
@@ -516,8 +609,11 @@ def compile(src, target=None, options=None) -> CompiledKernel:
         except OSError as exc:  # a debugging aid must not fail the compilation (warned once per directory)
             from tilejit.config import warn_dump_failure
             warn_dump_failure(str(dump_dir), exc)
+    started = time.perf_counter()
     _store_to_disk(key, metadata, asm)
+    stage_times["store"] = time.perf_counter() - started
     kernel = CompiledKernel(src.name, target, metadata, asm)
+    kernel.stage_times = stage_times
     with _memory_lock:
         _memory_cache[key] = kernel
     return kernel

@@ -173,6 +173,32 @@ class Knobs:
         the interpreter takes the first config that compiles)."""
         return _flag("TILEJIT_AUTOTUNE_INTERPRETER")
 
+    @property
+    def autotune_compile_workers(self) -> int:
+        """TILEJIT_AUTOTUNE_COMPILE_WORKERS: how many configs the autotuner compiles at once before it
+        times them (default: the CPU count, at most 8); 0 or 1 compiles them one by one, as each is
+        timed."""
+        raw = _text("TILEJIT_AUTOTUNE_COMPILE_WORKERS")
+        if raw is None:
+            return min(8, os.cpu_count() or 1)
+        try:
+            value = int(raw)
+        except ValueError:
+            raise KnobError(f"TILEJIT_AUTOTUNE_COMPILE_WORKERS={raw!r} is not a number of threads") from None
+        if value < 0:
+            raise KnobError(f"TILEJIT_AUTOTUNE_COMPILE_WORKERS={raw!r} must not be negative")
+        return value
+
+    @property
+    def autotune_compile_processes(self) -> bool:
+        """TILEJIT_AUTOTUNE_COMPILE_PROCESSES (default on): the autotuner's compile threads run the
+        toolchain stages (LLVM, the assembler) in worker processes, where they run in parallel; off:
+        in this process, where llvmlite runs one LLVM call at a time."""
+        raw = os.environ.get("TILEJIT_AUTOTUNE_COMPILE_PROCESSES", "1").strip().lower()
+        if raw in _TRUE_WORDS or raw == "":
+            return True
+        return _flag("TILEJIT_AUTOTUNE_COMPILE_PROCESSES")
+
     def cache_key_part(self) -> str:
         """The knobs that change generated code, as one string to mix into every cache key.
 
@@ -185,7 +211,8 @@ class Knobs:
     def as_dict(self) -> dict[str, object]:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "cache_strict", "always_compile", "dump_dir", "target",
-                 "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default", "autotune_interpreter")
+                 "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default", "autotune_interpreter",
+                 "autotune_compile_workers", "autotune_compile_processes")
         return {name: getattr(self, name) for name in names}
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from tilejit.backends import BaseOptions, GPUTarget
 from tilejit.backends.errors import OptionsError
+from tilejit.compiler import PureStage
 from tilejit.gpu.backend import GPUBackend
 
 
@@ -57,8 +58,9 @@ class CUDABackend(GPUBackend):
         if self.isa.supports_async_copy:
             passes.append(Pipeline(options.num_stages, self.isa.shared_memory))
         self.add_gpu_stages(stages, options, passes)
-        stages["ptx"] = lambda src, md: toolchain.llir_to_ptx(src, arch, options.ptx_features or None)
-        stages["cubin"] = lambda src, md: toolchain.ptx_to_cubin(src, arch)
+        # Pure functions of their text: several compilations (the autotuner's) may run them at once.
+        stages["ptx"] = PureStage(toolchain.llir_to_ptx, arch, options.ptx_features or None)
+        stages["cubin"] = PureStage(toolchain.ptx_to_cubin, arch)
 
     def make_launcher(self, compiled_kernel):
         from tilejit.runtime.launch_abi import runtime_signature

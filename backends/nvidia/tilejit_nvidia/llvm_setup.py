@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 
 import llvmlite.binding as llvm
 
@@ -10,8 +11,22 @@ from tilejit.errors import CompilationError
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 
 
-@functools.lru_cache(maxsize=None)
+_init_lock = threading.Lock()
+
+
 def _initialize_llvm() -> None:
+    """Once per process; a lock, as compilations in threads (the autotuner's) may arrive together."""
+    if not _initialized:
+        with _init_lock:
+            if not _initialized:
+                _set_up_llvm()
+                _initialized.append(True)
+
+
+_initialized: list = []
+
+
+def _set_up_llvm() -> None:
     # NVPTX is not the host target, so the "native" initialisers do not register it.
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()

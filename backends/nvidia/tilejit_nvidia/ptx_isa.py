@@ -108,6 +108,21 @@ def _emit_empty_kernel(cpu: str, features: str) -> tuple[int, str]:
     return int(version.group(1)) * 10 + int(version.group(2)), "".join(warnings)
 
 
+def _probe_document_name(cpu: str) -> str:
+    """The name of the cache's JSON document that remembers the probe for this LLVM build and cpu."""
+    import hashlib
+
+    import llvmlite
+    import llvmlite.binding as llvm
+    library = os.path.dirname(os.path.abspath(llvmlite.__file__))
+    try:
+        stamp = os.stat(os.path.join(library, "binding")).st_mtime_ns
+    except OSError:
+        stamp = 0
+    ident = repr((llvmlite.__version__, tuple(llvm.llvm_version_info), library, stamp, cpu))
+    return "ptx-range-" + hashlib.sha256(ident.encode()).hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
 def llvm_ptx_range(cpu: str) -> tuple[int, int]:
     """(lowest, highest) PTX ISA that this LLVM emits for `cpu`.
@@ -116,9 +131,35 @@ def llvm_ptx_range(cpu: str) -> tuple[int, int]:
     LLVM picks the lowest version the cpu allows, and an unknown `+ptxNN` is ignored (falling back
     to that lowest one), so the first `NN`, newest first, that comes back as `.version` is the
     highest. Asking for less than the lowest would abort the process, so the probe never does.
+    The probe (a dozen target machines, ~0.1 s: part of every process's first compile, and of every
+    compile worker's) is remembered in the cache's JSON documents per llvmlite build and cpu.
     """
+    from tilejit.runtime import cache
+    name = _probe_document_name(cpu)
+    try:
+        known = cache.load_json(name)
+    except (OSError, ValueError):
+        known = None
+    if isinstance(known, list) and len(known) == 2 and all(type(v) is int for v in known) and known[0] <= known[1]:
+        return known[0], known[1]
+    found = _probe_ptx_range(cpu)
+    try:
+        cache.store_json(name, list(found))
+    except (OSError, ValueError):
+        pass  # a read-only cache: probed again next time
+    return found
+
+
+# LLVM warns about an unknown cpu once, when its target machine is made; the machines are cached, so
+# the verdict is kept here for the next probe of the same cpu.
+_unknown_cpus: set = set()
+
+
+def _probe_ptx_range(cpu: str) -> tuple[int, int]:
     lowest, warnings = _emit_empty_kernel(cpu, "")
     if "not a recognized processor" in warnings:
+        _unknown_cpus.add(cpu)
+    if cpu in _unknown_cpus:
         raise CompilationError(f"this LLVM ({_llvm_version()}) does not know the NVIDIA target {cpu}; "
                                "a newer llvmlite is needed")
     for candidate in _KNOWN_PTX_VERSIONS:

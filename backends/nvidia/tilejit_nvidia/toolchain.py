@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import hashlib
 import importlib.util
 import os
 import re
@@ -197,10 +198,160 @@ def _read_libdevice(path: str) -> bytes:
         return f.read()
 
 
-def _link_libdevice(module, path: str) -> None:
+_GLOBAL_REF = re.compile(r'@("[^"]+"|[\w.$-]+)')
+_DEFINED_NAME = re.compile(r'^(?:define|declare)\b[^@]*@("[^"]+"|[\w.$-]+)\(')
+_GLOBAL_NAME = re.compile(r'^@("[^"]+"|[\w.$-]+)\s*=')
+# Whether to link only the libdevice functions a kernel calls (see `_LibdeviceSlices`); the tests
+# turn it off to compare with linking the whole library.
+SLICE_LIBDEVICE = True
+
+
+class _LibdeviceSlices:
+    """libdevice split into its top-level definitions, once per process, so that a kernel links only
+    the functions it calls (and what those call), not the whole library.
+
+    Parsing the 450 KB bitcode and linking its ~350 functions into every kernel that calls one math
+    function cost 50-120 ms per compilation, and O3 then had to walk the linked library; a slice is a
+    few KB of text, parsed in a millisecond. The linked result is the same: everything not reachable
+    from the kernel is internal and deleted by O3 either way (tests/nvidia compare the PTX of both).
+    A library whose text this reader does not recognise is linked whole, as before.
+    """
+
+    def __init__(self, text: str):
+        self.header: list[str] = []    # target lines, named types
+        self.trailer: list[str] = []   # attribute groups and metadata
+        self.globals: dict[str, str] = {}
+        self.declarations: dict[str, str] = {}
+        self.definitions: dict[str, str] = {}
+        self.usable = self._split(text)
+
+    def _split(self, text: str) -> bool:
+        lines = text.splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if not line.strip() or line.startswith(";"):
+                i += 1
+                continue
+            if line.startswith("define"):
+                name = _DEFINED_NAME.match(line)
+                end = i
+                while end < len(lines) and lines[end] != "}":
+                    end += 1
+                if name is None or end == len(lines):
+                    return False
+                self.definitions[name.group(1)] = "\n".join(lines[i:end + 1])
+                i = end + 1
+                continue
+            if line.startswith("declare"):
+                name = _DEFINED_NAME.match(line)
+                if name is None:
+                    return False
+                self.declarations[name.group(1)] = line
+            elif line.startswith("@"):
+                name = _GLOBAL_NAME.match(line)
+                if name is None:
+                    return False
+                self.globals[name.group(1)] = line
+            elif line.startswith(("target ", "source_filename", "%")):
+                self.header.append(line)
+            elif line.startswith(("attributes ", "!")):
+                self.trailer.append(line)
+            else:
+                return False  # something this reader does not know (comdats, module asm, ...)
+            i += 1
+        return bool(self.definitions)
+
+    def module_text(self, names) -> str:
+        """The LLVM IR text of the functions `names` (those libdevice defines) and all they reach."""
+        pending = [n for n in set(names) if n in self.definitions]
+        seen = set(pending)
+        while pending:
+            body = self.definitions.get(pending[-1]) or self.globals.get(pending[-1]) or ""
+            pending.pop()
+            for ref in _GLOBAL_REF.findall(body):
+                if ref not in seen and (ref in self.definitions or ref in self.globals or ref in self.declarations):
+                    seen.add(ref)
+                    pending.append(ref)
+        # In the library's own order: functions that stay out of line (noinline slow paths) are
+        # emitted in module order, so the PTX matches the whole library's.
+        parts = list(self.header)
+        for table in (self.globals, self.declarations, self.definitions):
+            parts += [text for name, text in table.items() if name in seen]
+        return "\n".join(parts + self.trailer) + "\n"
+
+
+@functools.lru_cache(maxsize=4)
+def _libdevice_slices(path: str, mtime_ns: int, size: int) -> _LibdeviceSlices:
     import llvmlite.binding as llvm
+    return _LibdeviceSlices(str(llvm.parse_bitcode(_read_libdevice(path))))
+
+
+_slice_texts: dict = {}
+
+
+def _slice_document_name(ident: tuple) -> str:
+    return "libdevice-slice-" + hashlib.sha256(repr(ident).encode()).hexdigest()
+
+
+def _slice_from_disk(ident: tuple) -> str | None:
+    """A slice stored by an earlier process (the JSON documents of tilejit's cache), checked by its
+    sha256: a new process then skips reading the whole library (~150 ms) for the kernels it saw before."""
+    from tilejit.runtime import cache
     try:
-        libdevice = llvm.parse_bitcode(_read_libdevice(path))
+        doc = cache.load_json(_slice_document_name(ident))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("text"), str) or doc.get("ident") != repr(ident):
+        return None
+    text = doc["text"]
+    return text if hashlib.sha256(text.encode()).hexdigest() == doc.get("sha256") else None
+
+
+def _slice_to_disk(ident: tuple, text: str) -> None:
+    from tilejit.runtime import cache
+    try:
+        cache.store_json(_slice_document_name(ident), {"ident": repr(ident), "text": text,
+                                                       "sha256": hashlib.sha256(text.encode()).hexdigest()})
+    except (OSError, ValueError):
+        pass  # a read-only cache: the slice is made again next time
+
+
+def _libdevice_slice_text(path: str, names) -> str | None:
+    """The slice of libdevice for `names`: from this process, the disk cache, or cut now; None when
+    the library cannot be sliced."""
+    st = os.stat(path)
+    ident = (os.path.abspath(path), st.st_mtime_ns, st.st_size, tuple(sorted(set(names))))
+    text = _slice_texts.get(ident)
+    if text is None:
+        text = _slice_from_disk(ident)
+        if text is None:
+            slices = _libdevice_slices(*ident[:3])
+            if not slices.usable:
+                return None
+            text = slices.module_text(names)
+            _slice_to_disk(ident, text)
+        if len(_slice_texts) >= 256:
+            _slice_texts.clear()
+        _slice_texts[ident] = text
+    return text
+
+
+def _libdevice_module(path: str, names):
+    """libdevice as an llvmlite module: only what `names` need where the library can be sliced
+    (`names` None: the whole library)."""
+    import llvmlite.binding as llvm
+    if SLICE_LIBDEVICE and names is not None:
+        text = _libdevice_slice_text(path, names)
+        if text is not None:
+            return llvm.parse_assembly(text)
+    return llvm.parse_bitcode(_read_libdevice(path))
+
+
+def _link_libdevice(module, path: str, names=None) -> None:
+    """Link libdevice's functions `names` (those the kernel declares; None: all) into `module`."""
+    try:
+        libdevice = _libdevice_module(path, names)
     except (RuntimeError, OSError) as exc:
         raise CompilationError(f"could not read libdevice at {path}: {exc}") from None
     # libdevice is built for the `nvptx64-nvidia-gpulibs` triple; align it so linking does not warn.
@@ -247,7 +398,7 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
             raise CompilationError(
                 f"the kernel calls libdevice functions ({', '.join(wanted_libdevice[:3])}) but {LIBDEVICE_NAME} "
                 "was not found; pip install nvidia-nvvm (CUDA 13) or nvidia-cuda-nvcc (CUDA 12), or set CUDA_HOME")
-        _link_libdevice(module, path)
+        _link_libdevice(module, path, wanted_libdevice)
 
     for function in module.functions:
         if not function.is_declaration and function.name not in kernels:

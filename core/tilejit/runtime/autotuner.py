@@ -8,6 +8,14 @@ As in Triton, a config that does not compile (a failed `tl.static_assert`, `OutO
 `CompilationError`, `PTXASError`) is skipped with a warning that names it; only when every config
 fails is the first failure raised.
 
+Before timing, every config's kernel is compiled, several at once in threads (the knob
+`TILEJIT_AUTOTUNE_COMPILE_WORKERS`, or `Autotuner.compile_workers`; 0 or 1 compiles each as it is
+timed, as before): the backends' toolchain stages (`tilejit.compiler.PureStage`: LLVM, ptxas) of one
+config overlap the Python stages of the others, and run in worker processes
+(`tilejit.runtime.compile_workers`; `TILEJIT_AUTOTUNE_COMPILE_PROCESSES=0` keeps them in threads of
+this process, where llvmlite runs one LLVM call at a time). A config that fails to compile there is skipped with
+the same warning, once, and not timed; which config wins does not change.
+
 On the interpreter, timings say nothing about the GPU and each config costs a full CPU run, so the
 autotuner takes the first config that compiles instead of timing them all (the first call then costs
 one run, not one per config). `TILEJIT_AUTOTUNE_INTERPRETER=1` (or `Autotuner.bench_on_interpreter =
@@ -16,12 +24,14 @@ True`) times every config on the interpreter too.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import hashlib
 import importlib
 import inspect
 import json
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 from tilejit import compiler
 from tilejit.errors import CompilationError, OutOfResources, PTXASError
@@ -149,6 +159,10 @@ class Autotuner(KernelInterface):
     # Time every config on the interpreter too (else the first config that compiles is used); the
     # knob TILEJIT_AUTOTUNE_INTERPRETER=1 does the same for every autotuner.
     bench_on_interpreter = False
+    # How many configs compile at once before timing; None: the knob TILEJIT_AUTOTUNE_COMPILE_WORKERS.
+    compile_workers = None
+    # Whether their toolchain stages run in worker processes; None: TILEJIT_AUTOTUNE_COMPILE_PROCESSES.
+    compile_processes = None
 
     # --- hooks around each timed run -------------------------------------------------------------
 
@@ -190,11 +204,14 @@ class Autotuner(KernelInterface):
             return do_bench
         return get_benchmarker()
 
-    def _bench(self, args, config: Config, meta: dict, bench):
+    def _check_no_conflicts(self, config: Config, meta: dict) -> None:
         conflicts = sorted(set(meta) & set(config.all_kwargs()))
         if conflicts:
             raise ValueError(f"kernel '{self.__name__}': conflicting meta-parameters {', '.join(conflicts)}; "
                              "do not pass the autotuned parameters yourself")
+
+    def _bench(self, args, config: Config, meta: dict, bench):
+        self._check_no_conflicts(config, meta)
         current = {**meta, **config.all_kwargs()}
         full_nargs = {**self.nargs, **current}
 
@@ -244,6 +261,63 @@ class Autotuner(KernelInterface):
                 continue
             return config
         raise self.config_errors[0][1]
+
+    # --- compiling the configs together ----------------------------------------------------------
+
+    def _workers_for(self, count: int) -> int:
+        workers = self.compile_workers
+        if workers is None:
+            workers = getattr(compiler._knobs(), "autotune_compile_workers", 1)
+        return max(1, min(int(workers), count))
+
+    def _use_processes(self) -> bool:
+        processes = self.compile_processes
+        if processes is None:
+            processes = getattr(compiler._knobs(), "autotune_compile_processes", False)
+        return bool(processes)
+
+    def _compile_all(self, args, kwargs: dict, configs: list) -> list:
+        """[(config, CompiledKernel or the exception its compilation raised)], in config order; the
+        compilations run in `_workers_for` threads."""
+        meta = {k: v for k, v in kwargs.items() if k != "warmup"}  # compile only, never launch here
+
+        def build(config):
+            try:
+                return self.fn.warmup(*args, **meta, **config.all_kwargs())
+            except Exception as exc:  # noqa: BLE001 - handed back to the caller in config order
+                return exc
+
+        workers = self._workers_for(len(configs))
+        if workers <= 1:
+            return [(config, build(config)) for config in configs]
+        # Each compilation sees the caller's context variables (a `with tilejit.target(...)` scope).
+        contexts = [contextvars.copy_context() for _ in configs]
+        if self._use_processes():
+            from tilejit.runtime import compile_workers
+            pool = compile_workers.pool(workers)
+            for context in contexts:
+                context.run(compiler.offload_pure_stages, pool)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilejit-autotune") as pool:
+            results = pool.map(lambda job: job[0].run(build, job[1]), zip(contexts, configs))
+            return list(zip(configs, results))
+
+    def _precompile(self, args, kwargs: dict, configs: list) -> list:
+        """Compile every config before timing (several at once); the configs that compiled. One that
+        failed with a config error is skipped with its warning; any other error is raised, the first
+        in config order, as the timing loop would have raised it."""
+        if self._workers_for(len(configs)) <= 1:
+            return configs  # one by one: each config compiles when it is first timed
+        for config in configs:
+            self._check_no_conflicts(config, kwargs)
+        kept = []
+        for config, result in self._compile_all(args, kwargs, configs):
+            if isinstance(result, _CONFIG_ERRORS):
+                self._skip(config, result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                kept.append(config)
+        return kept
 
     def prune_configs(self, kwargs: dict) -> list:
         pruned = self.configs
@@ -318,8 +392,13 @@ class Autotuner(KernelInterface):
                 config = self._first_valid(args, kwargs, pruned)
                 self.configs_timings = None
             else:
+                compiled = self._precompile(args, kwargs, pruned)
+                if not compiled:
+                    raise self.config_errors[0][1]
                 bench = self._benchmarker()
-                timings = {c: self._bench(args, c, kwargs, bench) for c in pruned}
+                # A config that did not compile is timed as infinite, as when the timing loop finds it.
+                failed = [float("inf")] * len(_QUANTILES)
+                timings = {c: self._bench(args, c, kwargs, bench) if c in compiled else list(failed) for c in pruned}
                 if len(self.config_errors) == len(pruned):
                     raise self.config_errors[0][1]
                 config = builtins.min(timings, key=timings.get)
@@ -344,12 +423,17 @@ class Autotuner(KernelInterface):
             self.nargs = None
 
     def warmup(self, *args, **kwargs):
-        """Compile every (pruned) config without running; returns the CompiledKernels."""
+        """Compile every (pruned) config without running (several at once); returns the
+        CompiledKernels in config order. The first error, in config order, is raised."""
         self.nargs = dict(zip(self.arg_names, args))
         try:
-            return [self.fn.warmup(*args, **kwargs, **c.all_kwargs()) for c in self.prune_configs(kwargs)]
+            results = self._compile_all(args, kwargs, self.prune_configs(kwargs))
         finally:
             self.nargs = None
+        for _, result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [result for _, result in results]
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,

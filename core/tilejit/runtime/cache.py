@@ -6,6 +6,7 @@ Layout under the cache directory (`TILEJIT_CACHE_DIR`, default `~/.cache/tilejit
     kernels/<key>/<artifact>      raw artifact: text as utf-8, bytes as they are
     kernels/.stage-*              an entry being written by some process
     kernels/.trash-*              an entry being deleted
+    kernels/.usage.json, .lock    the running total of the entries' bytes (see "Eviction" below)
     json/<name>.json              small JSON documents (the autotuner's tuned configs)
 
 Never pickle: the metadata is JSON and the artifacts are plain files, so a cache entry can be read,
@@ -26,9 +27,19 @@ not what is being stored (the compiler stores only after rejecting what it loade
 artifact list). Eviction ranks entries by the last-use time tilejit itself writes (the entry's mtime,
 set from this process's clock on every load); a time in the future was not written by tilejit (or
 comes from a clock far ahead) and ranks as the oldest, so it cannot pin an entry forever.
+
+Eviction: scanning every entry costs seconds in a large cache (5.3 s for 10,000 entries), so a store
+does not scan. It adds the new entry's bytes to a running total in `kernels/.usage.json` (a
+read-modify-write under an advisory lock where the platform has `fcntl`, published by rename) and
+scans, evicting least recently used entries, only when that total passes the size bound, when the
+file is missing or unreadable, or when its last scan is a day old. Between scans the total drifts
+upwards (removed damaged entries, entries deleted by hand: an early scan), or, rarely, down (a store
+that races with a scan, or with another store where there is no lock, can lose its addition: the daily
+scan catches it); a scan sets it to what is really there.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -56,6 +67,10 @@ _TRASH_PREFIX = ".trash-"
 _STALE_SECONDS = 3600
 # A last-use time this far ahead of our clock was not written by tilejit: it ranks as oldest.
 _FUTURE_SLACK_SECONDS = 300
+_USAGE_FILE = ".usage.json"  # a leading dot: never an entry's name (see _SAFE_NAME)
+_USAGE_LOCK = ".usage.lock"
+# The running total is checked against the disk by a full scan at least this often.
+_RESCAN_SECONDS = 24 * 3600
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}\Z")
 
 
@@ -231,8 +246,10 @@ class FileCacheManager:
                     f.write(data)
             manifest = {"format": FORMAT_VERSION, "key": self.key, "created": time.time(),
                         "metadata": metadata, "artifacts": records}
+            manifest_text = json.dumps(manifest, indent=1)
             with open(os.path.join(staging, MANIFEST), "w", encoding="utf-8") as f:
-                json.dump(manifest, f, indent=1)
+                f.write(manifest_text)
+            manifest_bytes = len(manifest_text.encode("utf-8"))
             if replaced and _remove_tree(self.path, self.kernels_dir):
                 warnings.warn(f"tilejit: replaced the cache entry {self.key!r} ({replaced})", RuntimeWarning,
                               stacklevel=2)
@@ -251,7 +268,8 @@ class FileCacheManager:
         finally:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
-        evict(knobs.cache_max_bytes, self.cache_dir)
+        _count_stored(self.cache_dir, sum(len(data) for data in payloads.values()) + manifest_bytes,
+                      knobs.cache_max_bytes)
 
     def _same_entry_or_why(self, metadata: dict, artifacts: dict) -> str | None:
         """None when this very entry is published already; "" when nothing is there; else what is wrong."""
@@ -365,8 +383,72 @@ def cache_stats(cache_dir: str | None = None) -> dict[str, Any]:
             "untrusted": cache_trust.untrusted_reason(cache_dir)}
 
 
+# ---- the running total (see "Eviction" in the module's docstring) ----------------------------------
+@contextlib.contextmanager
+def _usage_lock(kernels: str):
+    """An advisory lock around a read-modify-write of the usage file (none where there is no fcntl)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(os.path.join(kernels, _USAGE_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _read_usage(kernels: str) -> tuple[int, float] | None:
+    """(bytes, time of the last full scan) from the usage file, or None when absent or unreadable."""
+    try:
+        with open(os.path.join(kernels, _USAGE_FILE), "r", encoding="utf-8") as f:
+            usage = json.load(f)
+        total, scanned_at = usage["bytes"], usage["scanned_at"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(scanned_at, (int, float)):
+        return None
+    return total, float(scanned_at)
+
+
+def _write_usage(kernels: str, total: int, scanned_at: float) -> None:
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_STAGE_PREFIX + "usage-", dir=kernels)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"bytes": total, "scanned_at": scanned_at}, f)
+        os.replace(tmp, os.path.join(kernels, _USAGE_FILE))
+        tmp = None
+    except OSError:
+        pass  # the next store scans instead
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _count_stored(cache_dir: str, added_bytes: int, max_bytes: int) -> None:
+    """Add a stored entry's bytes to the running total; scan and evict only when needed."""
+    kernels = os.path.join(cache_dir, KERNELS_DIR)
+    with _usage_lock(kernels):
+        usage = _read_usage(kernels)
+        now = time.time()
+        if usage is not None and 0 <= now - usage[1] <= _RESCAN_SECONDS and usage[0] + added_bytes <= max_bytes:
+            _write_usage(kernels, usage[0] + added_bytes, usage[1])
+            return
+    evict(max_bytes, cache_dir)
+
+
 def evict(max_bytes: int, cache_dir: str | None = None) -> int:
-    """Remove least recently used entries until the cache holds at most `max_bytes`; returns how many."""
+    """Remove least recently used entries until the cache holds at most `max_bytes`; returns how many.
+
+    Scans every entry, and sets the running total to what remains."""
     cache_dir = os.path.abspath(cache_dir) if cache_dir else knobs.cache_dir
     kernels = os.path.join(cache_dir, KERNELS_DIR)
     _sweep_stale(kernels)
@@ -388,6 +470,9 @@ def evict(max_bytes: int, cache_dir: str | None = None) -> int:
         if _remove_tree(path, kernels):
             removed += 1
         total -= size  # gone either way: by us or by a concurrent evictor
+    if os.path.isdir(kernels):
+        with _usage_lock(kernels):
+            _write_usage(kernels, max(total, 0), now)
     return removed
 
 
@@ -401,8 +486,11 @@ def _sweep_stale(kernels: str) -> None:
     for entry in leftovers:
         try:
             if abs(now - entry.stat(follow_symlinks=False).st_mtime) > _STALE_SECONDS:
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except FileNotFoundError:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:  # a usage total's temporary file
+                    os.unlink(entry.path)
+        except OSError:
             pass
 
 
@@ -412,8 +500,13 @@ def clear_cache(cache_dir: str | None = None, include_json: bool = True) -> int:
     kernels = os.path.join(cache_dir, KERNELS_DIR)
     removed = sum(1 for entry in _entry_dirs(cache_dir) if _remove_tree(entry.path, kernels))
     if os.path.isdir(kernels):
-        for name in os.listdir(kernels):  # staging and trash directories of dead processes
-            shutil.rmtree(os.path.join(kernels, name), ignore_errors=True)
+        for name in os.listdir(kernels):  # staging and trash directories of dead processes, the total
+            path = os.path.join(kernels, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
     if include_json:
         shutil.rmtree(os.path.join(cache_dir, JSON_DIR), ignore_errors=True)
     return removed

@@ -424,6 +424,7 @@ class JITFunction(KernelInterface):
         self._cache_key = None
         self._option_names: dict = {}  # target -> frozenset of accepted option keys
         self._compile_lock = threading.Lock()
+        self._compiling: dict = {}  # key -> Event set when the thread compiling that key is done
 
     # --- construction helpers -------------------------------------------------------------------
 
@@ -714,11 +715,20 @@ class JITFunction(KernelInterface):
         return entry
 
     def _compile(self, bound, spec_key, options, target, key):
-        with self._compile_lock:
-            per_target = self.cache.setdefault(target, {})
-            entry = per_target.get(key)
-            if entry is not None:
-                return entry
+        """The (CompiledKernel, runtime picker) for `key`, compiled once even when several threads ask
+        at once; different keys compile concurrently (the autotuner's configs)."""
+        while True:
+            with self._compile_lock:
+                per_target = self.cache.setdefault(target, {})
+                entry = per_target.get(key)
+                if entry is not None:
+                    return entry
+                pending = self._compiling.get(key)
+                if pending is None:
+                    pending = self._compiling[key] = threading.Event()
+                    break
+            pending.wait()  # another thread compiles this key; if it failed, try ourselves
+        try:
             backend = compiler._backends().backend_for_target(target)
             self._check_options(options, target, backend)
             compile_options = {k: v for k, v in options.items() if v is not None}
@@ -727,8 +737,13 @@ class JITFunction(KernelInterface):
             if self.launch_metadata is not None or kernel.jit_function is None:
                 kernel.jit_function = self
             entry = (kernel, picker)
-            per_target[key] = entry
+            with self._compile_lock:
+                self.cache.setdefault(target, {})[key] = entry
             return entry
+        finally:
+            with self._compile_lock:
+                self._compiling.pop(key, None)
+            pending.set()
 
     def warmup(self, *args, grid=None, target=None, **kwargs):
         """Compile for these arguments without launching; returns the CompiledKernel. Arguments may be
