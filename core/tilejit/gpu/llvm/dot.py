@@ -52,12 +52,24 @@ def _lower_fma(self, op):
                                                  self.b.sext(y, acc.type) if y.type != acc.type else y))
                 continue
             x, y = to_compute(self.b, x, a.type), to_compute(self.b, y, b.type)
-            if x.type != acc.type:
+            if _width(x.type) > _width(acc.type):
+                # fp8 operands decode to f32; with an f16 accumulator they narrow back exactly (every
+                # fp8 value is an f16 value). Wider operands than the accumulator never reach here:
+                # the language gives fp64 operands an fp64 accumulator.
+                if max(ir.element_type(a.type).width, ir.element_type(b.type).width) > _width(acc.type):
+                    raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(a.type)} operands need an "
+                                                      f"accumulator at least as wide, got {acc.type}")
+                x, y = self.b.fptrunc(x, acc.type), self.b.fptrunc(y, acc.type)
+            elif x.type != acc.type:
                 x, y = self.b.fpext(x, acc.type), self.b.fpext(y, acc.type)
             acc = call_intrinsic(self.b, f"llvm.fma.{_suffix(acc.type)}", acc.type, [x, y, acc])
         from .scalar_ops import from_compute
         out.append(from_compute(self.b, acc, out_t))
     self.set(op.result, out)
+
+
+def _width(t):
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(t), 0)
 
 
 def _suffix(t):
