@@ -8,12 +8,15 @@ thread needs for its C elements are in its own registers.
 """
 from __future__ import annotations
 
+import llvmlite.ir as llir
 
 from ... import ir
 from ...errors import CompilationError
-from ..isa import call_intrinsic
+from ..isa import F32, call_intrinsic
 from ..matrix import MatrixLayout, lower_matrix_dot
-from .scalar_ops import to_compute
+from .scalar_ops import from_compute, to_compute
+
+F16 = llir.HalfType()
 
 
 def lower_dot(self, op):
@@ -38,11 +41,21 @@ def _lower_fma(self, op):
     a_at, b_at = _offsets(self, a), _offsets(self, b)
     out_t = op.result.type
     is_int = isinstance(ir.element_type(out_t), ir.IntType)
+    # An f16 accumulator sums its products in f32 and is rounded to f16 once per k-step of the
+    # target's matrix instructions (or once at the end): the numerics of Triton's mma dots with
+    # out_dtype=float16. An f16 FMA per product would round K times and lose ~log2(K) bits.
+    f16_step = None
+    if str(ir.element_type(out_t)) == "f16":
+        f16_step = min(K, self.isa.f16_accumulator_k_step(ir.element_type(a.type).width) or K)
     out = []
     for r, off in enumerate(self.layout(out_t).register_offsets()):
         batch, (m, n) = tuple(off[:-2]), off[-2:]
         acc = to_compute(self.b, c_vals[r], out_t)
+        if f16_step:
+            acc = self.b.fpext(acc, F32)
         for k in range(K):
+            if f16_step and k and k % f16_step == 0:
+                acc = self.b.fpext(self.b.fptrunc(acc, F16), F32)
             try:
                 x, y = a_vals[a_at[batch + (m, k)]], b_vals[b_at[batch + (k, n)]]
             except KeyError:
@@ -52,18 +65,14 @@ def _lower_fma(self, op):
                                                  self.b.sext(y, acc.type) if y.type != acc.type else y))
                 continue
             x, y = to_compute(self.b, x, a.type), to_compute(self.b, y, b.type)
-            if _width(x.type) > _width(acc.type):
-                # fp8 operands decode to f32; with an f16 accumulator they narrow back exactly (every
-                # fp8 value is an f16 value). Wider operands than the accumulator never reach here:
-                # the language gives fp64 operands an fp64 accumulator.
-                if max(ir.element_type(a.type).width, ir.element_type(b.type).width) > _width(acc.type):
-                    raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(a.type)} operands need an "
-                                                      f"accumulator at least as wide, got {acc.type}")
-                x, y = self.b.fptrunc(x, acc.type), self.b.fptrunc(y, acc.type)
-            elif x.type != acc.type:
+            if _width(x.type) > _width(acc.type):   # the language gives fp64 operands an fp64 accumulator
+                raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(a.type)} operands need an "
+                                                  f"accumulator at least as wide, got {acc.type}")
+            if x.type != acc.type:
                 x, y = self.b.fpext(x, acc.type), self.b.fpext(y, acc.type)
             acc = call_intrinsic(self.b, f"llvm.fma.{_suffix(acc.type)}", acc.type, [x, y, acc])
-        from .scalar_ops import from_compute
+        if f16_step:
+            acc = self.b.fptrunc(acc, F16)
         out.append(from_compute(self.b, acc, out_t))
     self.set(op.result, out)
 
