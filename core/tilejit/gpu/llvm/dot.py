@@ -47,6 +47,9 @@ def _lower_fma(self, op):
     f16_step = None
     if str(ir.element_type(out_t)) == "f16":
         f16_step = min(K, self.isa.f16_accumulator_k_step(ir.element_type(a.type).width) or K)
+    # Each operand register is decoded (bf16/fp8 -> f32) and widened once, before its first use, not
+    # once per product: an fp8 decode is ~20 instructions, and LLVM's codegen time grows with them.
+    decoded_a, decoded_b = {}, {}
     out = []
     for r, off in enumerate(self.layout(out_t).register_offsets()):
         batch, (m, n) = tuple(off[:-2]), off[-2:]
@@ -64,17 +67,27 @@ def _lower_fma(self, op):
                 acc = self.b.add(acc, self.b.mul(self.b.sext(x, acc.type) if x.type != acc.type else x,
                                                  self.b.sext(y, acc.type) if y.type != acc.type else y))
                 continue
-            x, y = to_compute(self.b, x, a.type), to_compute(self.b, y, b.type)
-            if _width(x.type) > _width(acc.type):   # the language gives fp64 operands an fp64 accumulator
-                raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(a.type)} operands need an "
-                                                  f"accumulator at least as wide, got {acc.type}")
-            if x.type != acc.type:
-                x, y = self.b.fpext(x, acc.type), self.b.fpext(y, acc.type)
+            x = _widened(self, op, decoded_a, a_at[batch + (m, k)], x, a.type, acc.type)
+            y = _widened(self, op, decoded_b, b_at[batch + (k, n)], y, b.type, acc.type)
             acc = call_intrinsic(self.b, f"llvm.fma.{_suffix(acc.type)}", acc.type, [x, y, acc])
         if f16_step:
             acc = self.b.fptrunc(acc, F16)
         out.append(from_compute(self.b, acc, out_t))
     self.set(op.result, out)
+
+
+def _widened(self, op, cache, index, value, operand_type, acc_type):
+    """Operand register `index` as an `acc_type` value, computed at its first use."""
+    got = cache.get(index)
+    if got is None:
+        got = to_compute(self.b, value, operand_type)
+        if _width(got.type) > _width(acc_type):   # the language gives fp64 operands an fp64 accumulator
+            raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(operand_type)} operands need an "
+                                              f"accumulator at least as wide, got {acc_type}")
+        if got.type != acc_type:
+            got = self.b.fpext(got, acc_type)
+        cache[index] = got
+    return got
 
 
 def _width(t):
