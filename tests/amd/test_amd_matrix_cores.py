@@ -219,6 +219,10 @@ def _compile_matmul(arch, elem, block, num_warps=4):
     ("gfx1100", "fp16", (32, 32, 32), "v_wmma_f32_16x16x16_f16", "#ttg.amd_wmma<{version = 1"),
     ("gfx1100", "bf16", (16, 32, 16), "v_wmma_f32_16x16x16_bf16", "#ttg.amd_wmma<{version = 1"),
     ("gfx1201", "fp16", (32, 32, 32), "v_wmma_f32_16x16x16_f16", "#ttg.amd_wmma<{version = 2"),
+    # OCP fp8 operands run on the f16 instructions, upcast exactly (as Triton on gfx942)
+    ("gfx942", "fp8e4nv", (64, 64, 32), "v_mfma_f32_32x32x8_f16", "#ttg.amd_mfma"),
+    ("gfx942", "fp8e5", (16, 16, 32), "v_mfma_f32_16x16x16_f16", "#ttg.amd_mfma"),
+    ("gfx1100", "fp8e4nv", (32, 32, 32), "v_wmma_f32_16x16x16_f16", "#ttg.amd_wmma<{version = 1"),
 ])
 def test_matmul_compiles_to_the_matrix_instruction(arch, elem, block, instruction, layout):
     kernel = _compile_matmul(arch, elem, block)
@@ -250,3 +254,6 @@ def test_selection_respects_arch_and_wave_size():
     assert select_matrix_core("gfx942", 64, 4, "i8", "i8", "i32", (32, 32, 16)).k_width == 8
     assert select_matrix_core("gfx942", 64, 4, "f16", "f16", "f16", (64, 64, 32)) is None   # f16 accumulator
     assert select_matrix_core("gfx942", 64, 4, "f16", "bf16", "f32", (64, 64, 32)) is None
+    assert select_matrix_core("gfx942", 64, 4, "f8E4M3FN", "f8E5M2", "f32", (64, 64, 32)) is not None
+    assert select_matrix_core("gfx942", 64, 4, "f8E4M3FN", "f16", "f32", (64, 64, 32)) is None
+    assert select_matrix_core("gfx942", 64, 4, "f8E4M3FN", "f8E4M3FN", "f16", (64, 64, 32)) is None

@@ -18,8 +18,9 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import F32, I32, call_intrinsic
 from tilejit.gpu.linear_layout import LinearLayout
+from tilejit.gpu.llvm.scalar_ops import to_compute
 
-from .matrix_cores import MatrixInstr
+from .matrix_cores import FP8_AS_F16, MatrixInstr, instruction_operand
 
 Step = Tuple[List[int], List[int]]   # (A registers, B registers) read by one instruction
 
@@ -84,15 +85,24 @@ def _intrinsic_name(instr: MatrixInstr, op_ty, acc_ty) -> str:
     return f"{instr.intrinsic}.{suffix(acc_ty)}.{suffix(op_ty)}"
 
 
+def _as_f16(self, v):
+    """The registers of dot operand `v`; fp8 ones upcast to f16 (exact), each once."""
+    vals = self.get(v)
+    elem = ir.element_type(v.type)
+    if str(elem) not in FP8_AS_F16:
+        return vals
+    return [self.b.fptrunc(to_compute(self.b, x, v.type), llir.HalfType()) for x in vals]
+
+
 def lower_amd_dot(self, op):
     """A `FunctionLowering` method: `tt.dot` whose result has an AMD MFMA/WMMA layout."""
     a, b, c = op.operands
     enc = op.result.type.encoding
-    instr = enc.instruction(str(ir.element_type(a.type)))
+    instr = enc.instruction(instruction_operand(str(ir.element_type(a.type))))
     if self.isa.arch not in instr.archs:
         raise CompilationError.at(op.loc, f"{instr.intrinsic} does not exist on {self.isa.arch}")
     plan = matrix_core_plan(instr, self.layout(a.type), self.layout(b.type), self.layout(op.result.type))
-    a_vals, b_vals, c_vals = self.get(a), self.get(b), self.get(c)
+    a_vals, b_vals, c_vals = _as_f16(self, a), _as_f16(self, b), self.get(c)
     op_ty, acc_ty = _operand_type(instr), _accumulator_type(instr)
     name = _intrinsic_name(instr, op_ty, acc_ty)
     # MFMA's last three operands (cbsz, abid, blgp) broadcast between blocks: unused, zero.

@@ -193,12 +193,26 @@ ENCODING_KINDS = {
 }
 
 
+# OCP fp8 operands (mixed too) run on the f16 instructions, upcast exactly (every e4m3/e5m2 value is
+# an f16 value), as Triton 3.9 does on gfx942 (v_mfma_f32_16x16x16_f16 for an e4m3 dot); the
+# lowering (`matrix_core_dot`) converts the registers.
+FP8_AS_F16 = ("f8E4M3FN", "f8E5M2")
+
+
+def instruction_operand(elem: str) -> str:
+    """The operand type of the instruction that multiplies `elem` operands."""
+    return "f16" if elem in FP8_AS_F16 else elem
+
+
 def select_matrix_core(arch: str, warp_size: int, num_warps: int, a_elem: str, b_elem: str,
                        out_elem: str, shape) -> Optional[AmdMatrixEncoding]:
     """The MFMA/WMMA result layout for a 2-D dot on `arch`, or None when the FMA dot must be used
-    (fp32/fp64 inputs, mixed operand types, an accumulator other than f32/i32, shapes that are not
-    multiples of an instruction tile)."""
-    if len(shape) != 3 or a_elem != b_elem:
+    (fp32/fp64 inputs, mixed operand types other than two fp8 formats, an accumulator other than
+    f32/i32, shapes that are not multiples of an instruction tile)."""
+    if a_elem != b_elem and not (a_elem in FP8_AS_F16 and b_elem in FP8_AS_F16):
+        return None
+    a_elem = instruction_operand(a_elem)
+    if len(shape) != 3:
         return None
     M, N, K = shape
     for instr in INSTRUCTIONS:   # larger tiles first

@@ -54,6 +54,12 @@ class NvidiaISA(TargetDescription):
         from .layouts import ENCODING_KINDS
         return ENCODING_KINDS
 
+    def f16_accumulator_k_step(self, operand_bits):
+        # Triton computes dots with out_dtype=float16 by mma.sync / wgmma with f16 accumulators: each
+        # instruction (32 bytes of K: k16 for fp16, k32 for fp8) adds its exact products to the
+        # accumulator and rounds once.
+        return 256 // operand_bits
+
     @property
     def dot_lowerings(self):
         from .layouts import NvidiaMmaEncoding

@@ -93,6 +93,13 @@ class TargetDescription(abc.ABC):
         """The matrix instructions `tt.dot` may use, best first; () = every dot is an FMA dot."""
         return ()
 
+    def f16_accumulator_k_step(self, operand_bits: int) -> Optional[int]:
+        """How many products of a dot with an f16 accumulator (`out_dtype=tl.float16`) and operands of
+        `operand_bits` are summed in f32 before the accumulator is rounded to f16 again, as this
+        target's matrix instructions do with such dots (an FMA dot follows it, so it gives their
+        numerics); None: the whole K, rounded once (matrix units that accumulate in f32)."""
+        return None
+
     @property
     def encoding_kinds(self) -> Dict[str, Callable[[dict], object]]:
         """Layouts this target adds to the TTGIR text: kind -> fn(fields) -> encoding."""

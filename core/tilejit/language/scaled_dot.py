@@ -3,8 +3,13 @@
 Written in `tl` from existing ops, so every backend runs it: each operand is decoded to fp32 (e2m1
 codes unpacked from their bytes, fp8 through the fp8 conversion, fp16/bf16 widened), multiplied by
 its e8m0 block scales (2**(s - 127) per group of K elements; 255 is NaN), and the two are multiplied
-with an IEEE fp32 `tl.dot` (as Triton's interpreter does; Triton's GPU emulation upcasts to bf16 or
-fp16 instead, which gives the same products for in-range data).
+with an fp32 `tl.dot` with exact products (as Triton's interpreter does; Triton's GPU emulation
+upcasts to bf16 or fp16 instead, which gives the same products for in-range data).
+
+That dot runs at input precision tf32 where the target offers it: every decoded, scaled value has at
+most 11 significant bits (fp16) and an fp32 exponent, so it is a tf32 value and tf32 products are
+exact; the GPU then takes its matrix units (mma.sync tf32) instead of an fp32 FMA dot, whose code
+for a 128x128x128 tile (16384 FMAs a thread) LLVM needed minutes to compile.
 """
 from __future__ import annotations
 
@@ -32,6 +37,14 @@ def _group_size(values_k, scales_k):
     if scales_k == 0 or values_k % scales_k:
         raise ValueError(f"dot_scaled: K = {values_k} is not a multiple of the {scales_k} scale columns")
     return values_k // scales_k
+
+
+@core.builtin
+def _exact_products_precision(_semantic=None):
+    """"tf32" where the target allows it (exact for dot_scaled's operands, see above), else "ieee"."""
+    from .semantic_memory import DOT_INPUT_PRECISIONS
+    allowed = getattr(_semantic.options, "allowed_dot_input_precisions", None) or DOT_INPUT_PRECISIONS
+    return core.constexpr("tf32" if "tf32" in allowed else "ieee")
 
 
 @jit
@@ -115,8 +128,9 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
         a = _scaled_lhs(a, lhs_scale, subnormal_zero)
     if not _is_none(rhs_scale):
         b = _scaled_rhs(b, rhs_scale, subnormal_zero)
+    precision: core.constexpr = _exact_products_precision()
     if _is_none(acc):
-        out = core.dot(a, b, input_precision="ieee", out_dtype=core.float32)
+        out = core.dot(a, b, input_precision=precision, out_dtype=core.float32)
     else:
-        out = core.dot(a, b, acc.to(core.float32), input_precision="ieee", out_dtype=core.float32)
+        out = core.dot(a, b, acc.to(core.float32), input_precision=precision, out_dtype=core.float32)
     return out.to(out_dtype)

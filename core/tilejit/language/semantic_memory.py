@@ -410,11 +410,22 @@ class MemorySemanticMixin:
                 raise TypeError(f"dot: integer operands must be int8, got {ta}")
             ret_scalar = tl.int32
         elif ta.is_floating():
-            ret_scalar = out_dtype if out_dtype in (tl.float16, tl.bfloat16, tl.float32, tl.float64) else None
-            if ret_scalar is None:
+            if out_dtype not in (tl.float16, tl.bfloat16, tl.float32, tl.float64):
                 raise TypeError(f"dot: out_dtype must be a float type, got {out_dtype}")
-            if ret_scalar in (tl.float16, tl.bfloat16) and ta not in (tl.float16, tl.bfloat16) and not ta.is_fp8():
-                raise TypeError(f"dot: out_dtype {ret_scalar} needs fp16/bf16/fp8 inputs, got {ta}")
+            # As Triton's semantic.dot: fp32/bf16 operands always accumulate in fp32 and fp64 operands
+            # in fp64, whatever out_dtype says (out_dtype=float32 on fp64 inputs gives an fp64 dot);
+            # only fp16/fp8 operands take out_dtype as their accumulator type.
+            # (out_dtype=bfloat16, an error in Triton, is kept as a bf16 accumulator for 16/8-bit inputs.)
+            if ta == tl.float64:
+                ret_scalar = tl.float64
+            elif out_dtype == tl.bfloat16:
+                if ta == tl.float32:
+                    raise TypeError(f"dot: out_dtype {out_dtype} needs fp16/bf16/fp8 inputs, got {ta}")
+                ret_scalar = out_dtype
+            elif ta in (tl.float32, tl.bfloat16):
+                ret_scalar = tl.float32
+            else:
+                ret_scalar = out_dtype
         else:
             raise TypeError(f"dot: unsupported operand type {ta}")
         shape = sa[:-1] + [sb[-1]]
@@ -430,6 +441,8 @@ class MemorySemanticMixin:
                                  f" does not match the result shape {shape}")
             if acc.type.scalar.is_floating() != ret_scalar.is_floating():
                 raise TypeError(f"dot: accumulator type {acc.type.scalar} does not match operand type {ta}")
+            if ta == tl.float64 and acc.type.scalar != tl.float64:
+                raise TypeError(f"dot: fp64 operands accumulate in fp64, got a {acc.type.scalar} accumulator")
             ret_ty = acc.type
         imprecise = tl._unwrap_if_constexpr(max_num_imprecise_acc) or 0
         # Triton's attribute names: `inputPrecision = tf32, maxNumImpreciseAcc = 0`.

@@ -1,0 +1,84 @@
+"""fp64 `tl.dot`: fp64 operands accumulate in fp64 whatever `out_dtype` says (Triton's semantic.dot;
+Triton's test_dot3d passes out_dtype=tl.float32 with fp64 inputs), lowered to a chain of fp64 FMAs
+per output element, and compiled through to the binary (ptxas's cubin, ld.lld's hsaco). The shapes
+are those of Triton's test_dot3d (batched, BLOCK_M = BLOCK_N = 32) and test_dot (8x8x16, one warp).
+The numerics are checked on the interpreter in tests/language/test_lang_dot.py."""
+import re
+
+import pytest
+
+import tilejit
+import tilejit.language as tl
+from tilejit.frontend.source import ASTSource
+from toolchain_paths import needs_lld, needs_ptxas
+
+D16 = [["tt.divisibility", 16]]
+
+
+@tilejit.jit
+def _dot3d(q_ptr, k_ptr, o_ptr, stride_qb, stride_qm, stride_kb, stride_kk, stride_ob, stride_om,
+           B: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, K: tl.constexpr, OUT: tl.constexpr):
+    offs_b = tl.arange(0, B)
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, K)
+    q = tl.load(q_ptr + offs_b[:, None, None] * stride_qb + offs_m[None, :, None] * stride_qm
+                + offs_k[None, None, :])
+    k = tl.load(k_ptr + offs_b[:, None, None] * stride_kb + offs_k[None, :, None] * stride_kk
+                + offs_n[None, None, :])
+    qk = tl.dot(q, k, input_precision="ieee", out_dtype=OUT)
+    tl.store(o_ptr + offs_b[:, None, None] * stride_ob + offs_m[None, :, None] * stride_om
+             + offs_n[None, None, :], qk)
+
+
+@tilejit.jit
+def _dot2d(x_ptr, y_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, OUT: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    x = tl.load(x_ptr + m[:, None] * K + k[None, :])
+    y = tl.load(y_ptr + k[:, None] * N + n[None, :])
+    tl.store(z_ptr + m[:, None] * N + n[None, :], tl.dot(x, y, input_precision="ieee", out_dtype=OUT))
+
+
+def _compile_3d(target, B, warps, K):
+    sig = {"q_ptr": "*fp64", "k_ptr": "*fp64", "o_ptr": "*fp64", "stride_qb": "i32", "stride_qm": "i32",
+           "stride_kb": "i32", "stride_kk": "i32", "stride_ob": "i32", "stride_om": "i32"}
+    consts = {"B": B, "BM": 32, "BN": 32, "K": K, "OUT": tl.float32}
+    src = ASTSource(_dot3d, sig, consts, {(i,): D16 for i in range(9)})
+    return tilejit.compile(src, target=target, options={"num_warps": warps})
+
+
+def _compile_2d(target, M, N, K, warps):
+    sig = {"x_ptr": "*fp64", "y_ptr": "*fp64", "z_ptr": "*fp64"}
+    src = ASTSource(_dot2d, sig, {"M": M, "N": N, "K": K, "OUT": tl.float32}, {(i,): D16 for i in range(3)})
+    return tilejit.compile(src, target=target, options={"num_warps": warps})
+
+
+TARGETS = [pytest.param("cuda:90", 32, "cubin", marks=needs_ptxas),
+           pytest.param("hip:gfx942", 64, "hsaco", marks=needs_lld)]
+
+
+def _check(kernel, binary, outputs_per_thread, K):
+    assert re.findall(r"tt\.dot .*-> \(tensor<[0-9x]+(f\d+)", kernel.asm["ttir"]) == ["f64"]
+    llir = kernel.asm["llir"]
+    assert "fpext double" not in llir and "fptrunc double" not in llir
+    # one fp64 FMA per product: K for each output element the thread holds (+ the declaration)
+    fmas = llir.count("llvm.fma.f64\"(") - 1
+    if outputs_per_thread is None:   # a tile smaller than the CTA: the layout may repeat elements
+        assert fmas > 0 and fmas % K == 0
+    else:
+        assert fmas == outputs_per_thread * K
+    assert "llvm.fma.f32" not in llir
+    assert kernel.asm[binary][:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("target,warp_size,binary", TARGETS)
+@pytest.mark.parametrize("B,warps,K", [(1, 1, 64), (2, 16, 64), (8, 16, 32)])
+def test_batched_fp64_dot_compiles_to_fp64_fmas(target, warp_size, binary, B, warps, K):
+    kernel = _compile_3d(target, B, warps, K)
+    _check(kernel, binary, B * 32 * 32 // (warps * warp_size), K)
+
+
+@pytest.mark.parametrize("target,warp_size,binary", TARGETS)
+def test_small_fp64_dot_compiles_to_fp64_fmas(target, warp_size, binary):   # test_dot[1-8-8-16-1-...-float64]
+    kernel = _compile_2d(target, 8, 8, 16, 1)
+    _check(kernel, binary, None, 16)
