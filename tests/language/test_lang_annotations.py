@@ -85,3 +85,16 @@ def test_annotations_that_are_not_triton_types_change_nothing(device):
     out = device.zeros(1, np.int64)
     _unknown_kernel[(1,)](out, 2 ** 40, 3)   # n stays an i64, as its value
     assert device.numpy(out)[0] == 2 ** 40 + 3
+
+
+@tilejit.jit
+def _bool_offset_kernel(out_ptr, flag: bool, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + flag, 7)                    # int1 is unsigned (Triton): True moves forward by one
+    tl.store(out_ptr + 2 + offs + (offs >= 0), offs + 1)
+
+
+def test_a_bool_offset_moves_a_pointer_forward(device):
+    out = device.zeros(8, np.int32)
+    _bool_offset_kernel[(1,)](out, True, BLOCK=4)
+    np.testing.assert_array_equal(device.numpy(out), [0, 7, 0, 1, 2, 3, 4, 0])
