@@ -335,14 +335,14 @@ class MemorySemanticMixin:
         return ptr, val, mask, elt, sem, scope
 
     def atomic_load(self, ptr, mask=None, sem=None, scope=None):
-        was_bool = tl._unwrap_if_constexpr(ptr).type.scalar.element_ty.is_bool() \
-            if isinstance(tl._unwrap_if_constexpr(ptr), tl.tensor) and tl._unwrap_if_constexpr(ptr).type.scalar.is_ptr() \
-            else False
+        scalar = getattr(getattr(tl._unwrap_if_constexpr(ptr), "type", None), "scalar", None)
+        reads_bool = scalar is not None and scalar.is_ptr() and scalar.element_ty.is_bool()
         ptr, _, mask, elt, sem, scope = self._atomic_access(ptr, None, mask, sem, scope, "load", "acquire",
                                                             ("acquire", "relaxed"))
         ty = tl.block_type(elt, list(ptr.type.shape)) if ptr.type.is_block() else elt
         result = self.create("tt.atomic_load", [ptr, mask], ty, {"sem": sem, "scope": scope})
-        return self.cast(result, tl.int1) if was_bool else result
+        # an int1 pointer was read as int8 (`_atomic_access`): the value is a bool again, as Triton's
+        return self.cast(result, tl.int1) if reads_bool else result
 
     def atomic_store(self, ptr, val, mask=None, sem=None, scope=None):
         val = self.to_tensor(val)
