@@ -63,7 +63,7 @@ def test_layer_norm_loops():
                                       "stride": "i32", "N": "i32", "eps": "fp32"}, {"BLOCK": 256})
     filecheck(text, """
 CHECK: scf.for
-CHECK: arith.extf {{.*}} -> (tensor<256xf32>)
+CHECK: arith.extf {{.*}} to tensor<256xf32>
 CHECK: scf.yield
 CHECK: arith.sitofp
 CHECK: arith.divf
@@ -88,7 +88,7 @@ CHECK: ^bb(%{{.*}}: i32, %{{.*}}: tensor<64x32x!tt.ptr<f16>>, %{{.*}}: tensor<64
 CHECK: tt.dot {{.*}} {inputPrecision = "tf32", maxNumImpreciseAcc = 0} : (tensor<64x32xf16>, tensor<32x64xf16>, tensor<64x64xf32>) -> (tensor<64x64xf32>)
 CHECK: tt.addptr {{.*}} -> (tensor<64x32x!tt.ptr<f16>>)
 CHECK: scf.yield
-CHECK: arith.truncf {{.*}} : (tensor<64x64xf32>) -> (tensor<64x64xf16>)
+CHECK: arith.truncf {{.*}} : tensor<64x64xf32> to tensor<64x64xf16>
 CHECK: arith.andi {{.*}} tensor<64x64xi1>
 """)
 
@@ -101,7 +101,7 @@ def test_attention_compiles():
 CHECK: scf.for
 CHECK: tt.dot {{.*}} -> (tensor<64x32xf32>)
 CHECK: math.exp
-CHECK: arith.truncf {{.*}} -> (tensor<64x32xf16>)
+CHECK: arith.truncf {{.*}} to tensor<64x32xf16>
 CHECK: tt.dot {{.*}} -> (tensor<64x64xf32>)
 CHECK: scf.yield
 """)
@@ -184,7 +184,7 @@ def test_type_promotion():
     text = ttir(k.promote_kernel, {"a_ptr": "*i8", "b_ptr": "*i32", "h_ptr": "*fp16", "u_ptr": "*u32",
                                    "out_ptr": "*i32"}, {"BLOCK": 16})
     filecheck(text, """
-CHECK: arith.extsi {{.*}} : (tensor<16xi8>) -> (tensor<16xi32>)
+CHECK: arith.extsi {{.*}} : tensor<16xi8> to tensor<16xi32>
 CHECK: arith.addi {{.*}} tensor<16xi32>
 CHECK: arith.constant {value = 2.0} : () -> (f16)
 CHECK: arith.mulf {{.*}} : (tensor<16xf16>, tensor<16xf16>) -> (tensor<16xf16>)
@@ -192,9 +192,9 @@ CHECK: arith.cmpi {{.*}} {predicate = "ult"}
 CHECK: arith.divsi
 CHECK: arith.remsi
 CHECK: arith.shrui
-CHECK: arith.extui {{.*}} (tensor<16xi1>) -> (tensor<16xi32>)
-CHECK: arith.extf {{.*}} (tensor<16xf16>) -> (tensor<16xf32>)
-CHECK-NEXT: arith.fptosi {{.*}} (tensor<16xf32>) -> (tensor<16xi32>)
+CHECK: arith.extui {{.*}}: tensor<16xi1> to tensor<16xi32>
+CHECK: arith.extf {{.*}}: tensor<16xf16> to tensor<16xf32>
+CHECK-NEXT: arith.fptosi {{.*}}: tensor<16xf32> to tensor<16xi32>
 """)
 
 
@@ -210,7 +210,7 @@ CHECK-NEXT: tt.addptr %x_ptr, %[[OFF]] : (!tt.ptr<f16>, i32) -> (!tt.ptr<f16>)
 def test_block_pointers():
     text = ttir(k.block_ptr_kernel, {"a_ptr": "*fp16", "M": "i32", "N": "i32", "stride_m": "i32"}, {"BLOCK": 32})
     filecheck(text, """
-CHECK: arith.extsi {{.*}} (i32) -> (i64)
+CHECK: arith.extsi {{.*}}: i32 to i64
 CHECK: tt.make_block_ptr {{.*}} {order = [1, 0]} : (!tt.ptr<f16>, i64, i64, i64, i64, i32, i32) -> (!tt.ptr<tensor<32x32xf16>>)
 CHECK: tt.load {{.*}}boundary_check = [0, 1], padding = "zero"
 CHECK: tt.advance

@@ -53,7 +53,7 @@ def test_float_other_of_an_integer_load_truncates_toward_zero():
     text = ttir(sk.float_other_for_int_load, {"src_ptr": "*i8", "dst_ptr": "*i8"}, {"OTHER": -2.75})
     filecheck(text, """
 CHECK: arith.constant {value = -2.75} : () -> (f32)
-CHECK: arith.fptosi {{.*}} -> (i8)
+CHECK: arith.fptosi {{.*}} to i8
 CHECK: tt.load
 """)
     src = ASTSource(sk.float_other_for_int_load, {"src_ptr": "*i8", "dst_ptr": "*i8"}, {"OTHER": -2.75})
@@ -118,8 +118,8 @@ def test_fp8e4b15_casts_are_integer_code_on_i8():
     assert "f8" not in text  # no float8 IR type is involved
     filecheck(text, """
 CHECK: tt.bitcast {{.*}} : (f32) -> (i32)
-CHECK: arith.trunci {{.*}} : (i32) -> (i8)
-CHECK: arith.extui {{.*}} : (i8) -> (i16)
+CHECK: arith.trunci {{.*}} : i32 to i8
+CHECK: arith.extui {{.*}} : i8 to i16
 CHECK: tt.bitcast {{.*}} : (i16) -> (f16)
 """)
     x = np.array([0.3], np.float32)
@@ -143,7 +143,7 @@ def test_fp8e4b15_arithmetic_is_a_located_error():
 def test_unsigned_offsets_are_zero_extended_before_addptr():
     text = ttir(sk.unsigned_offset, {"x_ptr": "*fp32", "out_ptr": "*fp32", "off": "u32"})
     filecheck(text, """
-CHECK: %[[WIDE:[0-9]+]] = arith.extui %off : (i32) -> (i64)
+CHECK: %[[WIDE:[0-9]+]] = arith.extui %off : i32 to i64
 CHECK-NEXT: tt.addptr %x_ptr, %[[WIDE]] : (!tt.ptr<f32>, i64) -> (!tt.ptr<f32>)
 """)
     x = np.arange(8, dtype=np.float32)

@@ -177,3 +177,27 @@ def test_marking_a_view_tracks_the_memory_while_its_owner_lives():
     read_then_write_kernel[(1,)](base[:16], dst, BLOCK=16, sanitize=True)  # outside the marked part
     with pytest.raises(InterpreterError, match="argument 'src' at byte offset 0"):
         read_then_write_kernel[(2,)](base[16:48], dst, BLOCK=16, sanitize=True)
+
+
+@tilejit.jit
+def flag_handoff_kernel(data, flag, out, LOAD_SEM: tl.constexpr, STORE_SEM: tl.constexpr):
+    if tl.program_id(0) == 1:
+        tl.store(data, 42)
+        tl.atomic_store(flag, 1, sem=STORE_SEM)
+    else:
+        while tl.atomic_load(flag, sem=LOAD_SEM) == 0:
+            pass
+        tl.store(out, tl.load(data))
+
+
+def test_atomic_store_release_and_atomic_load_acquire_order_the_handoff():
+    data, flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    flag_handoff_kernel[(2,)](data, flag, out, LOAD_SEM="acquire", STORE_SEM="release", sanitize=True)
+    assert out[0] == 42 and flag[0] == 1
+
+
+@pytest.mark.parametrize("load_sem, store_sem", [("relaxed", "release"), ("acquire", "relaxed")])
+def test_a_relaxed_side_of_the_handoff_is_a_race(load_sem, store_sem):
+    data, flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    with pytest.raises(InterpreterError, match="data race on argument 'data'"):
+        flag_handoff_kernel[(2,)](data, flag, out, LOAD_SEM=load_sem, STORE_SEM=store_sem, sanitize=True)

@@ -74,6 +74,8 @@ def build_every_op():
     b.create("tt.store", [ptrs, loaded, mask])
     b.create("tt.atomic_rmw", [ptrs, loaded, mask], [F32x4], {"atomic_rmw_op": "fadd", "sem": "acq_rel", "scope": "gpu"})
     b.create("tt.atomic_cas", [ip, n, n], [ir.i32], {"sem": "relaxed", "scope": "gpu"})
+    seen = c("tt.atomic_load", [ptrs, mask], F32x4, {"sem": "acquire", "scope": "gpu"})
+    b.create("tt.atomic_store", [ptrs, seen, mask], [], {"sem": "release", "scope": "sys"})
     i64 = c("arith.constant", [], ir.i64, {"value": 64})
     zero = c("arith.constant", [], ir.i32, {"value": 0})
     bp_type = ir.PointerType(T((4, 4), ir.f32))

@@ -22,7 +22,7 @@ from .memory import DYNAMIC
 
 # Ops whose results differ between programs whatever their operands are.
 ALWAYS_VARYING = {"tt.get_program_id", "tt.load", "tt.descriptor_load", "tt.atomic_rmw", "tt.atomic_cas",
-                  "tt.call"}
+                  "tt.atomic_load", "tt.call"}
 # Ops whose pointer result points where their first pointer operand points.
 POINTER_PASSTHROUGH = {"tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans",
                        "tt.advance", "tt.make_block_ptr", "tt.make_tensor_descriptor", "tt.bitcast",
@@ -199,7 +199,7 @@ def largest_tensor(func: ir.Operation) -> int:
 
 
 # Ops that write memory through their first operand (a pointer, block pointer or descriptor).
-WRITING_OPS = {"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_store"}
+WRITING_OPS = {"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_store", "tt.descriptor_store"}
 
 
 def written_slots(func: ir.Operation, analysis: Analysis):
@@ -221,7 +221,7 @@ def written_slots(func: ir.Operation, analysis: Analysis):
 # programs that wait for each other
 
 # Ops whose results come from memory that other programs may change while a loop spins on them.
-_ATOMIC_OPS = {"tt.atomic_rmw", "tt.atomic_cas"}
+_ATOMIC_OPS = {"tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_load"}
 _LOAD_OPS = {"tt.load", "tt.descriptor_load"}
 
 

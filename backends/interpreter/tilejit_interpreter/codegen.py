@@ -564,6 +564,24 @@ class ProgramGenerator(ValueOpsMixin):
                 f"{nx.dtype_name(nx.memory_dtype(value.type))}, {len(shape)}{self.sem_argument(op)})")
         self.define(op.results[0], f"rt.spread({call}, P, {shape})", op)
 
+    def op_tt_atomic_load(self, op: ir.Operation) -> None:
+        ptr, mask = op.operands
+        r = op.results[0]
+        shape = tuple(ir.shape_of(r.type))
+        call = (f"mx.atomic_load(mem, {self.site(op)}, {self.analysis.slot(ptr)}, {self.as_varying(ptr)}, "
+                f"{self.masked(mask, len(shape))}, {nx.dtype_name(nx.memory_dtype(r.type))}, {len(shape)}"
+                f"{self.sem_argument(op)})")
+        self.define(r, f"rt.spread({call}, P, {shape})", op)
+
+    def op_tt_atomic_store(self, op: ir.Operation) -> None:
+        # A store that is an atomic for the sanitizer's ordering (an exchange whose old value is unused).
+        ptr, value, mask = op.operands
+        shape = tuple(ir.shape_of(value.type))
+        self.emit(f"mx.atomic_rmw(mem, {self.site(op)}, {self.analysis.slot(ptr)}, 'xchg', "
+                  f"{self.as_varying(ptr)}, {self.name(value)}, {self.masked(mask, len(shape))}, "
+                  f"{nx.dtype_name(nx.memory_dtype(value.type))}, '{self.fmt(value)}', False, {len(shape)}"
+                  f"{self.sem_argument(op)})" + self.where(op))
+
     def sem_argument(self, op: ir.Operation) -> str:
         """`, sem=...` for the sanitizer, which orders programs by the atomics' semantics."""
         if not self.sanitize:

@@ -197,8 +197,10 @@ def _scalar_converter(name: str, ir_type: str, dtype, type_string: str | None = 
             return np.bool_(value) if width == 1 else dtype(value)
         return convert
 
+    limit = 65504.0 if np.dtype(dtype).itemsize == 2 else 3.0e38   # past it: the ABI's infinity
+
     def convert_float(value):
-        if type(value) is not float or not -3.0e38 < value < 3.0e38:
+        if type(value) is not float or not -limit <= value <= limit:
             value = scalar_value(value, ts, name)
         return dtype(value)
     return convert_float

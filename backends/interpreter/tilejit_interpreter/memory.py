@@ -550,6 +550,23 @@ def atomic_rmw(mem, site, slot, kind, ptr, value, mask, dtype, fmt, need_old, ra
     return old.reshape(shape)
 
 
+def atomic_load(mem, site, slot, ptr, mask, dtype, rank, sem="acquire"):
+    """`*ptr` where `mask` (0 elsewhere); an atomic access for the sanitizer, which never writes
+    (so a read-only argument may be loaded atomically, as on a GPU)."""
+    if slot == DYNAMIC:
+        shape = np.broadcast_shapes(np.shape(ptr), np.shape(mask) if mask is not None else ())
+        out = np.zeros(shape, dtype)
+        for s, lanes in _split_dynamic(mem, site, np.broadcast_to(ptr, shape), mask, rank):
+            part = atomic_load(mem, site, s, ptr, lanes, dtype, rank, sem)
+            out = np.where(lanes, part, out)
+        return out
+    shape, lanes, index = _atomic_lanes(mem, site, slot, ptr, mask, [], dtype, rank, sem)
+    view = mem.view(slot, dtype)
+    out = np.zeros(int(np.prod(shape)), dtype)
+    out[lanes] = view[index]
+    return out.reshape(shape)
+
+
 def atomic_cas(mem, site, slot, ptr, compare, value, mask, dtype, rank, sem="acq_rel"):
     if slot == DYNAMIC:
         shape = np.broadcast_shapes(np.shape(ptr), np.shape(value), np.shape(compare))

@@ -170,6 +170,14 @@ class NvidiaISA(TargetDescription):
         old = memory_ptx.atomic_cas(self, builder, ptr, cmp, value, sem, scope)
         return old if old is not None else super().atomic_cas(builder, ptr, cmp, value, sem, scope)
 
+    def atomic_write(self, builder, value, ptr, scope):
+        if not memory_ptx.atomic_write(self, builder, value, ptr, scope):
+            super().atomic_write(builder, value, ptr, scope)
+
+    def atomic_fence(self, builder, sem, scope):
+        if not memory_ptx.atomic_fence(self, builder, sem, scope):
+            super().atomic_fence(builder, sem, scope)
+
     def atomic_read(self, builder, ptr, ty, sem, scope):
         value = memory_ptx.atomic_read(self, builder, ptr, ty, sem, scope)
         return value if value is not None else super().atomic_read(builder, ptr, ty, sem, scope)

@@ -177,16 +177,42 @@ def atomic_cas(isa, builder, ptr, cmp, value, sem: str, scope: str):
 
 
 def atomic_read(isa, builder, ptr, ty, sem: str, scope: str):
-    """`ld.relaxed.<scope>.global`, then a fence for acquire semantics (Triton's atomic_poll read)."""
+    """`ld.relaxed.<scope>.global`, then a fence for acquire semantics (Triton's atomic_poll and
+    atomic_load read). A b8 travels in a 16-bit register, as in Triton."""
     bits = _bits(ty)
-    if isa.arch < 70 or bits not in (16, 32, 64):
+    if isa.arch < 70 or bits not in (8, 16, 32, 64):
         return None
-    value = _asm(builder, ty, f"ld.relaxed.{scope}.global.b{bits} $0, [$1];", f"={_REGISTER[bits]},l,~{{memory}}",
-                 [ptr])
+    reg_ty = llir.IntType(16) if bits == 8 else ty
+    value = _asm(builder, reg_ty, f"ld.relaxed.{scope}.global.b{bits} $0, [$1];",
+                 f"={_REGISTER[bits]},l,~{{memory}}", [ptr])
+    if bits == 8:
+        value = builder.trunc(value, ty)
     if sem == "acquire":
-        fence = "acquire" if _has_acquire_fence(isa.arch) else "acq_rel"
-        _asm(builder, llir.VoidType(), f"fence.{fence}.{scope};", "~{memory}", [])
+        atomic_fence(isa, builder, sem, scope)
     return value
+
+
+def atomic_write(isa, builder, value, ptr, scope: str) -> bool:
+    """`st.relaxed.<scope>.global.b<N>` of an integer (Triton's atomic_store; its release fence is
+    `atomic_fence`'s); False before sm_70."""
+    bits = _bits(value.type)
+    if isa.arch < 70 or bits not in (8, 16, 32, 64):
+        return False
+    if bits == 8:
+        value = builder.zext(value, llir.IntType(16))
+    _asm(builder, llir.VoidType(), f"st.relaxed.{scope}.global.b{bits} [$0], $1;",
+         f"l,{_REGISTER[bits]},~{{memory}}", [ptr, value])
+    return True
+
+
+def atomic_fence(isa, builder, sem: str, scope: str) -> bool:
+    """`fence.acquire.<scope>` / `fence.release.<scope>` (`fence.acq_rel` where those do not exist),
+    as Triton fences its relaxed atomic loads and stores; False before sm_70."""
+    if isa.arch < 70:
+        return False
+    fence = sem if _has_acquire_fence(isa.arch) else "acq_rel"
+    _asm(builder, llir.VoidType(), f"fence.{fence}.{scope};", "~{memory}", [])
+    return True
 
 
 def _ptx_version(arch: int) -> int:

@@ -30,7 +30,8 @@ NUM_STAGES = "ttg.num_stages"
 # ring buffers of one loop may take the rest.
 SCRATCH_RESERVE = 32 * 1024
 
-_SIDE_EFFECTS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot", "tt.print", "tt.assert",
+_SIDE_EFFECTS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_load", "tt.atomic_store",
+                 "tt.dot", "tt.print", "tt.assert",
                  "tt.call", "gpu.barrier", "tt.return", "scf.yield", "scf.condition")
 
 

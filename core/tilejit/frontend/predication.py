@@ -26,6 +26,7 @@ from .values import flatten, is_jit_function, is_tensor, rebuild, unwrap
 # Operations that must not run for elements that did not take a branch.
 _UNSAFE_IN_BRANCH = {
     "tt.store": "a store", "tt.atomic_rmw": "an atomic", "tt.atomic_cas": "an atomic",
+    "tt.atomic_load": "an atomic", "tt.atomic_store": "an atomic",
     "tt.print": "a print", "tt.assert": "an assert", "tt.load": "a load",
     "tt.descriptor_load": "a load", "tt.descriptor_store": "a store", "tt.histogram": None,
 }

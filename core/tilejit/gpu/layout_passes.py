@@ -99,6 +99,10 @@ def strip_hints(func: ir.Operation) -> None:
             del op.attrs[key]
 
 
+# Ops whose operands after the pointer (values, masks) take the pointer's layout.
+_ACCESS_OPS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_load", "tt.atomic_store")
+
+
 class _Layouts:
     """What the passes know about one function, read from its IR: decided layouts (`fixed`, from the
     types), access layouts, default layouts per rank and flowing matrix layouts (from the hints)."""
@@ -154,7 +158,8 @@ class _CoalesceAnchors(_Layouts):
         best: Dict[int, tuple] = {}
         anchors: Dict[int, list] = {}
         for op in self.func.walk():
-            if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw") or not op.operands:
+            if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_load", "tt.atomic_store") \
+                    or not op.operands:
                 continue
             ptr = op.operands[0]
             if not _is_tensor(ptr) or ir.is_block_ptr(ptr.type):
@@ -382,7 +387,7 @@ class _AssignLayouts(_Layouts):
         elif name == "tt.reduce" and res is not None and isinstance(res, SliceEncoding):
             for v in op.operands:
                 self.want(v, res.parent)
-        elif name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas") and op.operands and _is_tensor(op.operands[0]):
+        elif name in _ACCESS_OPS and op.operands and _is_tensor(op.operands[0]):
             enc = (self.access_layouts.get(id(op)) or self.wanted.get(id(op.operands[0]))
                    or self.layout_for(op.operands[0].type))
             for v in op.operands:
@@ -440,7 +445,7 @@ class _AssignLayouts(_Layouts):
             return res_enc
         if name == "tt.reduce":
             return self.decide(op.operands[0]) if idx else None
-        if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_cas"):
+        if name in _ACCESS_OPS:
             return op.operands[0].type.encoding if idx else None
         if name == "scf.yield":
             owner = op.parent.parent_op

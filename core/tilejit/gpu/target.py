@@ -209,6 +209,17 @@ class TargetDescription(abc.ABC):
             builder.fence("acquire")
         return value
 
+    def atomic_write(self, builder: llir.IRBuilder, value, ptr, scope: str) -> None:
+        """A relaxed atomic store of the integer `value` (tl.atomic_store; release semantics come
+        from an `atomic_fence` before it)."""
+        # llvmlite's store_atomic wants a typed pointer; the instruction itself is fine with ours.
+        builder._insert(llir.instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic",
+                                                           max(1, value.type.width // 8)))
+
+    def atomic_fence(self, builder: llir.IRBuilder, sem: str, scope: str) -> None:
+        """A memory fence: "acquire" after relaxed atomic reads, "release" before relaxed atomic writes."""
+        builder.fence(sem)
+
     def trap(self, builder: llir.IRBuilder) -> None:
         call_intrinsic(builder, "llvm.trap", llir.VoidType(), [])
 

@@ -10,6 +10,8 @@ Operand conventions where they are not obvious:
 - `tt.atomic_rmw` ptr, value [, mask] attrs: atomic_rmw_op (add fadd max umax min umin and or xor
   xchg), sem (relaxed acquire release acq_rel), scope (gpu cta sys)
 - `tt.atomic_cas` ptr, cmp, value     attrs: sem, scope
+- `tt.atomic_load` ptr, mask  attrs: sem (acquire relaxed), scope; `tt.atomic_store` ptr, value, mask
+  attrs: sem (release relaxed), scope
 - `tt.make_block_ptr` base, shape×N (i64), strides×N (i64), offsets×N (i32)  attrs: order
 - `tt.advance` block_ptr, offsets×N (i32)
 - `tt.make_tensor_descriptor` base, shape×N (i32), strides×N (i64); result !tt.tensordesc<block>
@@ -118,6 +120,8 @@ _register("tt.load", "ptr mask? other?", pure=False)  # DCE treats non-volatile 
 _register("tt.store", "ptr value mask?", pure=False)
 _register("tt.atomic_rmw", "ptr value mask?", pure=False)
 _register("tt.atomic_cas", "ptr cmp value", pure=False)
+_register("tt.atomic_load", "ptr mask", pure=False)
+_register("tt.atomic_store", "ptr value mask", pure=False)
 _register("tt.descriptor_store", "desc value offsets*", pure=False)
 _register("tt.descriptor_load", "desc offsets*", pure=False)
 _register("tt.print", "values*", pure=False)

@@ -329,11 +329,15 @@ class Parser:
                     break
                 self.expect(",")
         self.expect(":")
-        self.expect("(")
-        in_types = self.type_list(")")
-        self.expect("->")
-        self.expect("(")
-        out_types = self.type_list(")")
+        if self.accept("("):
+            in_types = self.type_list(")")
+            self.expect("->")
+            self.expect("(")
+            out_types = self.type_list(")")
+        else:   # a cast, in MLIR's short form: `arith.extf %x : f16 to f32`
+            in_types = [self.type()]
+            self.expect("to")
+            out_types = [self.type()]
         loc = self.location()
         end = self.pos
         self.pos = start  # type errors below point at the start of the op

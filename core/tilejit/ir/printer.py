@@ -4,6 +4,9 @@ Every op prints in one generic, MLIR-like shape, so that one parser reads everyt
 
     %3, %4 = op.name %0, %1 {attr = 1} ({ regions }) : (operand types) -> (result types) loc(...)
 
+except the `arith` casts, which print their types as MLIR (and Triton's TTIR) does:
+`%1 = arith.extf %val : f16 to f32` (the parser reads both forms).
+
 Functions print as `tt.func public @name(%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}) { ... }`
 as in Triton: a parameter under its Python name (the argument's `name_hint`), else `%argN`. `parse_module(print_module(m))` prints the same text again (tests check it).
 """
@@ -16,6 +19,12 @@ from typing import Dict, List
 
 from .core import Block, Module, Operation, Region, Value
 from .types import Type
+
+
+# The casts MLIR prints as `: <type> to <type>` (arith's CastOpInterface ops).
+CAST_OPS = frozenset({"arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+                      "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.bitcast",
+                      "arith.index_cast"})
 
 
 class DenseAttr:
@@ -161,6 +170,9 @@ class Printer:
             for i, region in enumerate(op.regions):
                 self.region(region, namer, indent + "  ", last=(i == len(op.regions) - 1))
             text = indent + ")"
+        if op.name in CAST_OPS and len(op.operands) == 1 and len(op.results) == 1 and not op.regions:
+            self.lines.append(f"{text} : {op.operands[0].type} to {op.results[0].type}{self.loc(op)}")
+            return
         ins = ", ".join(str(v.type) for v in op.operands)
         outs = ", ".join(str(r.type) for r in op.results)
         self.lines.append(f"{text} : ({ins}) -> ({outs}){self.loc(op)}")

@@ -540,7 +540,8 @@ tensor.__hash__ = object.__hash__
 # Names `x.<name>(...)` resolves to `tl.<name>(x, ...)` (Triton's tensor member functions).
 TENSOR_MEMBER_FUNCTIONS = frozenset("""
 reshape view trans permute expand_dims broadcast_to ravel split sum max min argmax argmin xor_sum
-reduce_or cumsum cumprod sort flip item atomic_poll reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
+reduce_or cumsum cumprod sort flip item atomic_poll atomic_load atomic_store atomic_cas atomic_xchg
+atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor reduce associative_scan histogram gather exp exp2 log log2 sqrt rsqrt
 sin cos abs floor ceil erf cast store advance join softmax logical_and logical_or sqrt_rn squeeze unsqueeze
 """.split())
 

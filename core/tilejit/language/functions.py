@@ -16,7 +16,8 @@ __all__ = [
     "program_id", "num_programs", "arange", "full", "cast", "load", "store", "make_block_ptr", "advance",
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "where", "maximum",
     "minimum", "clamp", "fma", "fdiv", "div_rn", "sqrt_rn", "umulhi", "dot", "atomic_add", "atomic_max",
-    "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "reduce",
+    "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "atomic_load",
+    "atomic_store", "reduce",
     "associative_scan", "reshape", "view", "expand_dims", "squeeze", "unsqueeze", "to_tensor", "expect_zero", "broadcast", "broadcast_to", "trans", "permute",
     "join", "split", "cat", "item", "gather", "histogram", "static_assert", "static_print", "device_print",
     "device_assert", "debug_barrier", "multiple_of", "max_contiguous", "max_constancy", "assume", "range",
@@ -137,6 +138,18 @@ atomic_xchg = _atomic("xchg")
 @builtin
 def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
     return _semantic.atomic_cas(pointer, cmp, val, sem, scope)
+
+
+@builtin
+def atomic_load(pointer, mask=None, sem=None, scope=None, _semantic=None):
+    """Atomically load `*pointer` (sem "acquire" (default) or "relaxed"; scope "gpu", "cta", "sys")."""
+    return _semantic.atomic_load(pointer, mask, sem, scope)
+
+
+@builtin
+def atomic_store(pointer, val, mask=None, sem=None, scope=None, _semantic=None):
+    """Atomically store `val` to `*pointer` (sem "release" (default) or "relaxed")."""
+    return _semantic.atomic_store(pointer, val, mask, sem, scope)
 
 
 # -- elementwise -----------------------------------------------------------------------------------------

@@ -267,9 +267,10 @@ class Semantic(MemorySemanticMixin):
         if a.type.scalar.is_ptr():
             if not b.type.scalar.is_int():
                 raise TypeError(f"a pointer offset must be an integer, got {b.type.scalar}")
-            if b.type.scalar.is_int_unsigned() and b.type.scalar.int_bitwidth < 64:
+            if (b.type.scalar.is_int_unsigned() or b.type.scalar.is_bool()) and b.type.scalar.int_bitwidth < 64:
                 # tt.addptr reads its offset as signed: zero-extend unsigned offsets (as Triton does)
-                # so that e.g. a uint32 offset >= 2**31 moves forward.
+                # so that e.g. a uint32 offset >= 2**31 moves forward (and `p + True` is p + 1: int1
+                # is unsigned in Triton).
                 b = self.cast(b, tl.int64)
             return self.create("tt.addptr", [a, b], a.type)
         op = "arith.addf" if a.type.scalar.is_floating() else "arith.addi"

@@ -293,6 +293,64 @@ class MemorySemanticMixin:
         cmp = self.broadcast_to(self.cast(self.to_tensor(cmp), elt), val.type.shape if val.type.is_block() else [])
         return self.create("tt.atomic_cas", [ptr, cmp, val], val.type, {"sem": sem, "scope": scope})
 
+    # -- atomic load / store (Triton 3.9's tl.atomic_load / tl.atomic_store) ---------------------------
+    def _atomic_access(self, ptr, val, mask, sem, scope, op: str, default_sem: str, allowed: tuple):
+        """Triton's checks for atomic_load/atomic_store: any integer or float element (an int1
+        pointer is accessed as int8), `sem` in `allowed`, a boolean mask broadcast to the pointer."""
+        ptr = tl._unwrap_if_constexpr(ptr)
+        if not isinstance(ptr, tl.tensor) or not ptr.type.scalar.is_ptr() or self._is_block_ptr(ptr):
+            raise ValueError(f"Unsupported ptr type {getattr(ptr, 'type', ptr)!r} in `tl.atomic_{op}`")
+        if val is not None and (val.type.is_block() and not ptr.type.is_block()):
+            raise ValueError("Value argument cannot be block type if pointer argument is not a block")
+        mask = tl._unwrap_if_constexpr(mask)
+        if mask is not None:
+            mask = self.to_tensor(mask)
+            if not ptr.type.is_block() and mask.type.is_block():
+                raise ValueError("Mask argument cannot be block type if pointer argument is not a block")
+            if not mask.type.scalar.is_bool():
+                raise ValueError("Mask must have boolean scalar type")
+        elt = ptr.type.scalar.element_ty
+        if not (elt.is_int() or elt.is_floating()):
+            raise ValueError(f"atomic_{op} only supports integer and floating-point elements")
+        sem = tl._unwrap_if_constexpr(sem) or default_sem
+        scope = tl._unwrap_if_constexpr(scope) or "gpu"
+        if sem not in _SEM:
+            raise ValueError(f"atomic_{op}: sem must be one of {list(_SEM)}, got {sem!r}")
+        if sem not in allowed:
+            raise ValueError(f"atomic_{op} only supports {' and '.join(allowed)} semantics")
+        if scope not in _SCOPE:
+            raise ValueError(f"atomic_{op}: scope must be one of {list(_SCOPE)}, got {scope!r}")
+        if elt.is_bool():
+            elt = tl.int8
+            ptr = self.cast(ptr, tl.pointer_type(tl.int8, ptr.type.scalar.address_space))
+        if val is not None:
+            ptr, val = self.broadcast_values(ptr, val)
+            val = self.cast(val, elt)
+        shape = ptr.type.shape if ptr.type.is_block() else []
+        if mask is None:
+            mask = self.broadcast_to(self.scalar_constant(True, tl.int1), shape)
+        ptr, mask = self.broadcast_values(ptr, mask)
+        if val is not None:
+            val, mask = self.broadcast_values(val, mask)
+        return ptr, val, mask, elt, sem, scope
+
+    def atomic_load(self, ptr, mask=None, sem=None, scope=None):
+        scalar = getattr(getattr(tl._unwrap_if_constexpr(ptr), "type", None), "scalar", None)
+        reads_bool = scalar is not None and scalar.is_ptr() and scalar.element_ty.is_bool()
+        ptr, _, mask, elt, sem, scope = self._atomic_access(ptr, None, mask, sem, scope, "load", "acquire",
+                                                            ("acquire", "relaxed"))
+        ty = tl.block_type(elt, list(ptr.type.shape)) if ptr.type.is_block() else elt
+        result = self.create("tt.atomic_load", [ptr, mask], ty, {"sem": sem, "scope": scope})
+        # an int1 pointer was read as int8 (`_atomic_access`): the value is a bool again, as Triton's
+        return self.cast(result, tl.int1) if reads_bool else result
+
+    def atomic_store(self, ptr, val, mask=None, sem=None, scope=None):
+        val = self.to_tensor(val)
+        ptr, val, mask, _elt, sem, scope = self._atomic_access(ptr, val, mask, sem, scope, "store", "release",
+                                                               ("release", "relaxed"))
+        self.create_op("tt.atomic_store", [ptr, val, mask], [], {"sem": sem, "scope": scope})
+        return None
+
     # -- block pointers and tensor descriptors --------------------------------------------------------
     def _int_list(self, values, dtype, what: str) -> List[tl.tensor]:
         values = tl._unwrap_if_constexpr(values)

@@ -336,8 +336,42 @@ def tensor_reader(arg):
 
 # --- annotated scalar parameters ----------------------------------------------------------------
 # A parameter annotated with a scalar type (`n: int`, `eps: float`, `n: tl.int64`, `"i32"`) takes a
-# scalar: Triton's launcher packs it as that type and so rejects a tensor. tilejit keeps the type of the
-# value (the annotation does not change the specialization) but refuses what Triton cannot pass.
+# scalar: Triton's launcher packs it as that type and so rejects a tensor. As Triton 3.9's JITFunction
+# (KernelParam.annotation_type), the annotation is the parameter's type in the kernel's signature: a
+# number passed for it is converted to that type at launch (`val: tl.float16` gets an fp16 argument).
+
+# Triton's `type_canonicalisation_dict` (triton/_utils.py) for the scalar types, in tilejit's spelling
+# (bool is i1). The names are matched exactly: `torch.float16`, `Tensor`, `np.int32` are not types.
+_ANNOTATION_TYPES = {
+    "bool": "i1", "int1": "i1", "uint1": "i1", "i1": "i1", "u1": "i1",
+    "half": "fp16", "float16": "fp16", "fp16": "fp16", "bfloat16": "bf16", "bf16": "bf16",
+    "float": "fp32", "float32": "fp32", "fp32": "fp32", "double": "fp64", "float64": "fp64", "fp64": "fp64",
+    "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64",
+    "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "u8": "u8", "u16": "u16", "u32": "u32", "u64": "u64",
+}
+
+
+def annotation_type_string(annotation) -> str | None:
+    """The scalar type a parameter annotation gives the kernel's signature ("i8" for `tl.int8`,
+    "tl.int8", "int8" or "i8"; "i32" for `int`, "fp32" for `float`, "i1" for `bool`), as Triton's
+    `_normalize_ty` + `annotation_type`; None for anything else (pointers, tensors, constexpr, fp8:
+    those keep the type of the value passed)."""
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        if text.startswith("tl."):
+            text = text[3:]
+    elif isinstance(annotation, type):
+        text = annotation.__name__
+    else:
+        is_ptr = getattr(annotation, "is_ptr", None)
+        if callable(is_ptr) and is_ptr():
+            return None
+        text = getattr(annotation, "name", None)
+        if not isinstance(text, str) or not hasattr(annotation, "primitive_bitwidth"):
+            return None   # not a tl.dtype
+    return _ANNOTATION_TYPES.get(text.replace("_t", ""))
 
 def _annotation_name(annotation) -> str | None:
     if isinstance(annotation, str):

@@ -26,8 +26,8 @@ from tilejit import compiler
 from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
 from tilejit.errors import ArgumentValueError, CompilationError
 from tilejit.runtime import kernel_source
-from tilejit.runtime.args import (_read_data_ptr, _read_numpy, annotation_kind, check_annotated_scalar, dtype_of, int_type_string,
-                                  is_tensor_like, tensor_reader)
+from tilejit.runtime.args import (_is_numpy_scalar, _read_data_ptr, _read_numpy, annotation_kind, annotation_type_string,
+                                  check_annotated_scalar, dtype_of, int_type_string, is_tensor_like, tensor_reader)
 from tilejit.runtime.launch_abi import normalize_grid
 from tilejit.config import knobs as _knobs_object
 
@@ -77,7 +77,7 @@ class KernelParam:
     """One parameter of a kernel: `name`, `num` (position), `is_constexpr`, `annotation` (as written:
     a string or an object), `default`/`has_default`, and whether it may be specialized."""
 
-    __slots__ = ("name", "num", "is_constexpr", "annotation", "default", "has_default",
+    __slots__ = ("name", "num", "is_constexpr", "annotation", "annotation_type", "default", "has_default",
                  "do_not_specialize", "do_not_specialize_on_alignment")
 
     def __init__(self, param: inspect.Parameter, num: int, do_not_specialize: bool,
@@ -86,6 +86,8 @@ class KernelParam:
         self.num = num
         self.annotation = param.annotation
         self.is_constexpr = _is_constexpr_annotation(param.annotation)
+        # The signature type a scalar annotation gives (`val: tl.float16` -> "fp16"), else None.
+        self.annotation_type = None if self.is_constexpr else annotation_type_string(param.annotation)
         self.has_default = param.default is not inspect.Parameter.empty
         self.default = param.default if self.has_default else None
         self.do_not_specialize = do_not_specialize
@@ -212,6 +214,22 @@ def _arg_key(value, name, specialize, align):
     return (type_string, align and address % _DIVISIBILITY == 0, getattr(value, "device", None))
 
 
+def _annotated_key(value, name, type_string, specialize, align):
+    """Key entry of a number passed for a parameter annotated with a scalar type: that type (Triton
+    3.9's `annotation_type`), divisibility specialized for integers only (floats and bools never are,
+    and no annotated parameter becomes the constant 1). Anything else (a float for an integer type, a
+    tensor, a mock argument) is keyed as usual: the launch that first sees it reports it."""
+    kind = type(value)
+    is_int = kind is int or kind is bool or _is_numpy_scalar(value) and value.dtype.kind in "iub"
+    is_float = kind is float or _is_numpy_scalar(value) and value.dtype.kind == "f"
+    if type_string[0] in "iu" and type_string != "i1":
+        if is_int:
+            return (type_string, specialize and int(value) % _DIVISIBILITY == 0)
+    elif is_int or is_float:
+        return (type_string, False)
+    return _arg_key(value, name, specialize, align)
+
+
 def _is_meta_tensor(value) -> bool:
     device = getattr(value, "device", None)
     return getattr(device, "type", None) == "meta"
@@ -266,6 +284,9 @@ def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
         n = p.name
         if p.is_constexpr:
             keys.append(n)
+        elif p.annotation_type is not None:
+            keys.append(f"_tj_annotated({n}, {n!r}, {p.annotation_type!r}, {not p.do_not_specialize}, "
+                        f"{not p.do_not_specialize_on_alignment})")
         elif p.do_not_specialize:
             keys.append(f"_tj_key({n}, {n!r}, False, False)")
         else:
@@ -282,7 +303,8 @@ def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
               f"    return ({''.join(p.name + ', ' for p in params)}), {options_name}, "
               f"({''.join(k + ', ' for k in keys)})\n")
     namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
-                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes}
+                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
+                 "_tj_annotated": _annotated_key}
     label = "launch binder" if launch_key else "binder"
     exec(compile(source, f"<tilejit {label} of {kernel_name}>", "exec"), namespace)  # noqa: S102
     return namespace[kernel_name]

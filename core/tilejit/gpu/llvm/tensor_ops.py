@@ -59,6 +59,7 @@ class TensorOps:
         "tt.join": "lower_join", "tt.split": "lower_split", "tt.cat": "lower_cat",
         "tt.addptr": "lower_addptr", "tt.load": "lower_load", "tt.store": "lower_store",
         "tt.atomic_rmw": "lower_atomic_rmw", "tt.atomic_cas": "lower_atomic_cas",
+        "tt.atomic_load": "lower_atomic_load", "tt.atomic_store": "lower_atomic_store",
         "tt.reduce": "lower_reduce", "tt.scan": "lower_scan", "tt.dot": "lower_dot",
         "tt.assert": "lower_assert", "tt.assume": "lower_nothing", "gpu.barrier": "lower_barrier",
         "tt.histogram": "lower_histogram", "tt.gather": "lower_gather", "tt.print": "lower_print",
@@ -379,21 +380,24 @@ class TensorOps:
     _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
             "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
 
-    def _atomic_each(self, op, make):
+    def _atomic_each(self, op, make, after=None):
         """Apply `make(i)` (an atomic on element i) once per element, in the owning thread only; the
-        old values are shared with replicas (and, for scalars, with the whole CTA) via shared memory."""
+        old values are shared with replicas (and, for scalars, with the whole CTA) via shared memory.
+        `after()` runs in every thread once the atomics are made, before the values are shared."""
         ptr = op.operands[0]
         is_tensor = isinstance(ptr.type, ir.TensorType)
         layout = self.layout(ptr.type)
         owner = self.is_owner(layout) if is_tensor else \
             self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
-        mask = op.operand("mask") if op.name == "tt.atomic_rmw" else None
+        mask = op.operand("mask") if op.name in ("tt.atomic_rmw", "tt.atomic_load") else None
         masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
         results = []
         for i in range(len(self.get(ptr))):
             cond = owner if masks is None else self.b.and_(owner, masks[i])
             results.append(self._guarded(cond, lambda i=i: make(i), llir.Constant(elem, None)))
+        if after is not None:
+            after()
         if not is_tensor:
             # Broadcast thread 0's old value to every thread.
             self.smem_base(8)
@@ -498,6 +502,40 @@ class TensorOps:
                 return read(i, elem)
             return self.isa.atomic_cas(self.b, ptrs[i], cmp, val, sem, scope)
         self._atomic_each(op, cas)
+
+    def lower_atomic_load(self, op):
+        """tl.atomic_load as Triton spells it: each element read relaxed by its owner (masked), then
+        for acquire one fence in every thread, after the reads and before the values are shared."""
+        sem, scope = op.attrs.get("sem", "acquire"), op.attrs.get("scope", "gpu")
+        ptrs = self.get(op.operands[0])
+        elem = llvm_type(op.result.type)
+        ity = elem if isinstance(elem, llir.IntType) else \
+            llir.IntType({"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(elem)])
+
+        def read(i):
+            value = self.isa.atomic_read(self.b, ptrs[i], ity, "relaxed", scope)
+            return value if ity is elem else self.b.bitcast(value, elem)
+        after = (lambda: self.isa.atomic_fence(self.b, "acquire", scope)) if sem == "acquire" else None
+        self._atomic_each(op, read, after)
+
+    def lower_atomic_store(self, op):
+        """tl.atomic_store as Triton spells it: for release one fence in every thread, then each
+        element written relaxed by its owning thread (masked; thread 0 for a scalar pointer)."""
+        sem, scope = op.attrs.get("sem", "release"), op.attrs.get("scope", "gpu")
+        ptr = op.operands[0]
+        ptrs, vals, masks = self.get(ptr), self.get(op.operands[1]), self.get(op.operands[2])
+        is_tensor = isinstance(ptr.type, ir.TensorType)
+        owner = self.is_owner(self.layout(ptr.type)) if is_tensor else \
+            self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
+        if sem == "release":
+            self.isa.atomic_fence(self.b, "release", scope)
+        for i in range(len(ptrs)):
+            value = vals[i if len(vals) > 1 else 0]
+            if not isinstance(value.type, llir.IntType):
+                value = self.b.bitcast(value, llir.IntType({"half": 16, "bfloat": 16, "float": 32,
+                                                            "double": 64}[str(value.type)]))
+            cond = self.b.and_(owner, masks[i if len(masks) > 1 else 0])
+            self._guarded(cond, lambda value=value, i=i: self.isa.atomic_write(self.b, value, ptrs[i], scope))
 
     def lower_assert(self, op):
         conds = self.get(op.operands[0])
