@@ -1,7 +1,7 @@
 """Every kernel of the shared language suite (tests/language) becomes a valid hsaco for gfx942 (CDNA3,
 wave64) and gfx1100 (RDNA3, wave32), checked one by one with the ELF reader.
 
-The suite runs once on the interpreter in a subprocess; `tests/gpu/cross_compile_plugin.py` compiles
+The suite runs once on the interpreter, in shards at once (tests/language_suite_runs.py); `tests/gpu/cross_compile_plugin.py` compiles
 each kernel it builds (real signatures, constexprs, specializations) again for both targets, and
 `hsaco_capture_plugin.py` keeps each hsaco with the kernel's runtime signature. Each hsaco must be
 EM_AMDGPU / ET_DYN for the right arch, define the kernel symbol and its `.kd` descriptor, and its
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -37,19 +36,20 @@ NOT_YET_ON_AMD: dict = {}   # every kernel of the suite compiles for AMD now
 def suite_run(tmp_path_factory):
     if LLD_PROBLEM:
         pytest.skip(LLD_PROBLEM)
+    from language_suite_runs import run_sharded
     work = tmp_path_factory.mktemp("amd_suite")
-    report, capture = work / "cross.jsonl", work / "hsaco"
-    env = dict(os.environ, TILEJIT_CROSS_TARGETS=",".join(TARGETS), TILEJIT_CROSS_REPORT=str(report),
-               TILEJIT_HSACO_CAPTURE=str(capture),
+    env = dict(os.environ, TILEJIT_CROSS_TARGETS=",".join(TARGETS),
                PYTHONPATH=os.pathsep.join([HERE, os.path.join(ROOT, "tests", "gpu"), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "hsaco_capture_plugin", "-p", "cross_compile_plugin",
-                           "-k", "interpreter", "-p", "no:cacheprovider", os.path.join(ROOT, "tests", "language")],
-                          env=env, cwd=str(work), capture_output=True, text=True, timeout=900)
-    assert report.exists(), f"the language suite compiled no kernel:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}"
-    records = [json.loads(line) for line in report.read_text().splitlines()]
-    captured = []
-    for meta in sorted(capture.glob("*.json"), key=lambda p: int(p.stem)):
-        captured.append((json.loads(meta.read_text()), meta.with_suffix(".hsaco").read_bytes()))
+    runs = run_sharded(work, env, ["hsaco_capture_plugin", "cross_compile_plugin"], "TILEJIT_CROSS_REPORT",
+                       extra_vars=("TILEJIT_HSACO_CAPTURE",), timeout=900)
+    records, captured = [], []
+    for report, folders, proc in runs:
+        assert os.path.exists(report), f"the language suite compiled no kernel:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}"
+        with open(report) as f:
+            records += [json.loads(line) for line in f.read().splitlines()]
+        capture = pathlib.Path(folders["TILEJIT_HSACO_CAPTURE"])
+        for meta in sorted(capture.glob("*.json"), key=lambda p: int(p.stem)):
+            captured.append((json.loads(meta.read_text()), meta.with_suffix(".hsaco").read_bytes()))
     return records, captured
 
 
