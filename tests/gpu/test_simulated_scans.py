@@ -5,6 +5,9 @@ Both bugs here gave wrong results only on the H100: a (value, int64 index) scan 
 another layout than the one the lowering wrote it in (Triton's test_scan2d cummax), and argmax over
 fp64 whose int32 indices overwrote half the values in the cross-warp scratch (test_reduce).
 """
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,9 @@ import tilejit
 import tilejit.language as tl
 
 from simt_runner import run
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+from scan_kernels import cummax_index_kernel, np_cummax_index  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -21,48 +27,15 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
 
 
-@tilejit.jit
-def _max_with_index(v0, i0, v1, i1):
-    gt = v0 > v1
-    return tl.where(gt, v0, v1), tl.where(gt, i0, i1)
-
-
-@tilejit.jit
-def _cummax_index(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr, REVERSE: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    offs = rm[:, None] * N + rn[None, :]
-    x = tl.load(x_ptr + offs)
-    if AXIS == 0:
-        idx = tl.broadcast_to(rm[:, None].to(tl.int64), [M, N])
-    else:
-        idx = tl.broadcast_to(rn[None, :].to(tl.int64), [M, N])
-    _, z = tl.associative_scan((x, idx), axis=AXIS, combine_fn=_max_with_index, reverse=REVERSE)
-    tl.store(z_ptr + offs, z)
-
-
-def _np_cummax_index(x, axis, reverse):
-    xt = np.moveaxis(x, axis, -1)
-    out = np.empty(xt.shape, np.int64)
-    n = xt.shape[-1]
-    for row in np.ndindex(xt.shape[:-1]):
-        best = None
-        for i in (range(n - 1, -1, -1) if reverse else range(n)):
-            if best is None or not xt[row][best] > xt[row][i]:
-                best = i
-            out[row + (i,)] = best
-    return np.moveaxis(out, -1, axis)
-
-
 @pytest.mark.parametrize("shape, axis, reverse, num_warps", [
     ((32, 16), 1, True, 4), ((32, 16), 0, False, 4), ((2, 1024), 1, False, 16), ((2, 1024), 0, True, 16)])
 def test_running_max_with_index(shape, axis, reverse, num_warps):
     x = RNG.integers(-6, 7, shape).astype(np.int32)   # ties: the later index in scan order wins
-    kernel = _cummax_index.warmup("*i32", "*i64", M=shape[0], N=shape[1], AXIS=axis, REVERSE=reverse,
+    kernel = cummax_index_kernel.warmup("*i32", "*i64", M=shape[0], N=shape[1], AXIS=axis, REVERSE=reverse,
                                   num_warps=num_warps, grid=(1,), target="cuda:90")
     z = np.full(shape, -1, np.int64)
     run(kernel.asm["llir"], [x, z], num_warps)
-    np.testing.assert_array_equal(z, _np_cummax_index(x, axis, reverse))
+    np.testing.assert_array_equal(z, np_cummax_index(x, axis, reverse))
 
 
 @tilejit.jit

@@ -3,43 +3,17 @@ multiplied by `tl.trans(k)`, scores masked with `tl.where`), a matmul whose M, N
 of the tile, a row softmax over a ragged row. Run by `test_lang_masked_loads.py` on every backend and
 cross-compiled for cuda:90 by `tests/gpu/test_masked_load_codegen.py` (cp.async zero-fill, wgmma,
 vector loads)."""
+import os
+import sys
+
 import tilejit
 import tilejit.language as tl
 
+# The attention kernel is the benchmark's own (bench/kernels.py), so the tests check what is timed.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from common import load_kernels  # noqa: E402
 
-@tilejit.jit
-def attention_fwd_masked(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, sm_scale, stride_h, stride_s,
-                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    start_m = tl.program_id(0)
-    head = tl.program_id(1)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    base = head * stride_h
-    q = tl.load(q_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], mask=offs_m[:, None] < seq_len,
-                other=0.0)
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    for start_n in range(0, seq_len, BLOCK_N):
-        cols = start_n + offs_n
-        k = tl.load(k_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq_len,
-                    other=0.0)
-        qk = tl.dot(q, tl.trans(k))
-        qk = tl.where(cols[None, :] < seq_len, qk * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(v_ptr + base + cols[:, None] * stride_s + offs_d[None, :], mask=cols[:, None] < seq_len,
-                    other=0.0)
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_new
-    acc = acc / l_i[:, None]
-    tl.store(o_ptr + base + offs_m[:, None] * stride_s + offs_d[None, :], acc.to(o_ptr.dtype.element_ty),
-             mask=offs_m[:, None] < seq_len)
+attention_fwd_masked = load_kernels("tilejit").attention_fwd_masked_kernel
 
 
 @tilejit.jit

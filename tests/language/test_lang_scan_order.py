@@ -11,14 +11,9 @@ import pytest
 
 import tilejit
 import tilejit.language as tl
+from scan_kernels import cummax_index_kernel, np_cummax_index
 
 RNG = np.random.default_rng(5)
-
-
-@tilejit.jit
-def _max_with_index(v0, i0, v1, i1):
-    gt = v0 > v1
-    return tl.where(gt, v0, v1), tl.where(gt, i0, i1)
 
 
 @tilejit.jit
@@ -31,35 +26,6 @@ def _keep_earlier(a, b):
     return a
 
 
-@tilejit.jit
-def _cummax_index_kernel(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
-                         REVERSE: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    offs = rm[:, None] * N + rn[None, :]
-    x = tl.load(x_ptr + offs)
-    if AXIS == 0:
-        idx = tl.broadcast_to(rm[:, None].to(tl.int64), [M, N])
-    else:
-        idx = tl.broadcast_to(rn[None, :].to(tl.int64), [M, N])
-    _, z = tl.associative_scan((x, idx), axis=AXIS, combine_fn=_max_with_index, reverse=REVERSE)
-    tl.store(z_ptr + offs, z)
-
-
-def _np_cummax_index(x, axis, reverse):
-    """Index of the running maximum in scan order, the later one on ties."""
-    xt = np.moveaxis(x, axis, -1)
-    out = np.empty(xt.shape, np.int64)
-    n = xt.shape[-1]
-    for row in np.ndindex(xt.shape[:-1]):
-        best = None
-        for i in (range(n - 1, -1, -1) if reverse else range(n)):
-            if best is None or not xt[row][best] > xt[row][i]:
-                best = i
-            out[row + (i,)] = best
-    return np.moveaxis(out, -1, axis)
-
-
 @pytest.mark.parametrize("shape, axis, num_warps", [((32, 16), 1, 4), ((2, 1024), 1, 4), ((2, 1024), 1, 16),
                                                     ((2, 1024), 0, 16), ((32, 16), 0, 4), ((1, 1024), 1, 4)])
 @pytest.mark.parametrize("reverse", [False, True])
@@ -70,9 +36,9 @@ def test_running_max_with_index(device, shape, axis, num_warps, reverse, dtype):
     else:
         x = RNG.standard_normal(shape).astype(dtype)
     z = device.zeros(shape, np.int64)
-    _cummax_index_kernel[(1,)](device.tensor(x), z, M=shape[0], N=shape[1], AXIS=axis, REVERSE=reverse,
+    cummax_index_kernel[(1,)](device.tensor(x), z, M=shape[0], N=shape[1], AXIS=axis, REVERSE=reverse,
                                num_warps=num_warps)
-    np.testing.assert_array_equal(device.numpy(z), _np_cummax_index(x, axis, reverse))
+    np.testing.assert_array_equal(device.numpy(z), np_cummax_index(x, axis, reverse))
 
 
 @tilejit.jit
