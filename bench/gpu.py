@@ -120,8 +120,113 @@ def w_attention_masked(k, quick):
     return run, check, 4 * heads * seq * seq * d, "TFLOP/s", ref
 
 
+# -- rows: scans and sorts (issue 12's Liger sparsemax case: a row kernel built on tl.cumsum) --------
+
+def w_cumsum(k, quick):
+    m, n = (1024, 4096) if quick else (4096, 4096)
+    x = torch.randn(m, n, device="cuda")
+    y = torch.empty_like(x)
+    run = lambda: k.cumsum_row_kernel[(m,)](x, y, x.stride(0), n, BLOCK_SIZE=4096)  # noqa: E731
+    check = lambda: torch.testing.assert_close(y, torch.cumsum(x, 1), rtol=1e-4, atol=1e-3)  # noqa: E731
+    return run, check, 2 * m * n * 4, "GB/s", lambda: torch.cumsum(x, 1)
+
+
+def w_scan_linrec(k, quick):
+    m, n = (1024, 2048) if quick else (4096, 2048)
+    a = torch.rand(m, n, device="cuda") * 0.5 + 0.5
+    b = torch.randn(m, n, device="cuda")
+    y = torch.empty_like(a)
+    run = lambda: k.linear_recurrence_row_kernel[(m,)](a, b, y, a.stride(0), n, BLOCK_SIZE=2048)  # noqa: E731
+
+    def ref():   # y_i = a_i y_(i-1) + b_i  ==  P_i * cumsum(b_j / P_j), P = cumprod(a), in fp64
+        p = torch.cumprod(a.double(), 1)
+        return (p * torch.cumsum(b.double() / p, 1)).float()
+    check = lambda: torch.testing.assert_close(y, ref(), rtol=1e-3, atol=1e-3)  # noqa: E731
+    return run, check, 3 * m * n * 4, "GB/s", ref
+
+
+def w_sort(k, quick):
+    m, n = (1024, 1024) if quick else (8192, 1024)
+    x = torch.randn(m, n, device="cuda")
+    y = torch.empty_like(x)
+    run = lambda: k.sort_row_kernel[(m,)](x, y, x.stride(0), BLOCK_SIZE=n)  # noqa: E731
+    check = lambda: torch.testing.assert_close(y, torch.sort(x, 1).values, rtol=0, atol=0)  # noqa: E731
+    return run, check, 2 * m * n * 4, "GB/s", lambda: torch.sort(x, 1)
+
+
+# -- small shapes: a few microseconds of work, where per-launch costs show --------------------------
+
+def w_softmax_small(k, quick):
+    m, n = 256, 1000
+    x = torch.randn(m, n, device="cuda")
+    out = torch.empty_like(x)
+    run = lambda: k.softmax_kernel[(m,)](out, x, x.stride(0), out.stride(0), m, n, BLOCK_SIZE=1024)  # noqa: E731
+    check = lambda: torch.testing.assert_close(out, torch.softmax(x, 1), rtol=1e-5, atol=1e-6)  # noqa: E731
+    return run, check, 2 * m * n * 4, "GB/s", lambda: torch.softmax(x, 1)
+
+
+def w_softplus_small(k, quick):
+    n = 1 << 16
+    x = torch.randn(n, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    run = lambda: k.softplus_kernel[(cdiv(n, 1024),)](x, y, n, 1.0, 20.0, BLOCK_SIZE=1024)  # noqa: E731
+    ref = lambda: torch.nn.functional.softplus(x)  # noqa: E731
+    check = lambda: torch.testing.assert_close(y, ref(), rtol=2e-3, atol=2e-3)  # noqa: E731
+    return run, check, 2 * n * 2, "GB/s", ref
+
+
+def w_batchnorm_small(k, quick):
+    batch, channels = 256, 256
+    x = torch.randn(batch, channels, device="cuda")
+    w, b = torch.rand(channels, device="cuda"), torch.rand(channels, device="cuda")
+    y = torch.empty_like(x)
+    run = lambda: k.batch_norm_fwd_kernel[(channels,)](x, w, b, y, batch, channels, 1e-5, BLOCK_B=256)  # noqa
+    ref = lambda: torch.nn.functional.batch_norm(x, None, None, w, b, training=True, eps=1e-5)  # noqa: E731
+    check = lambda: torch.testing.assert_close(y, ref(), rtol=1e-4, atol=1e-4)  # noqa: E731
+    return run, check, 2 * batch * channels * 4, "GB/s", ref
+
+
+# -- matmul across shapes and precisions (issue 12, item 2): the tutorial kernel, same tiles for both --
+
+_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
+           "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
+
+
+def _matmul_workload(M, N, K, dtype):
+    def workload(k, quick):
+        torch_dtype = _DTYPES[dtype]
+        a = torch.randn(M, K, device="cuda").to(torch_dtype)
+        b = torch.randn(K, N, device="cuda").to(torch_dtype)
+        if dtype.startswith("fp8"):   # K-major B, as Triton's fp8 tutorial and cuBLAS' fp8 GEMM take it
+            b = b.T.contiguous().T
+        c = torch.empty(M, N, device="cuda", dtype=torch.float16 if dtype.startswith("fp8") else torch_dtype)
+        bm, bn, bk = (128, 128, 32) if dtype == "fp32" else (128, 128, 128 if dtype.startswith("fp8") else 64)
+        run = lambda: k.matmul_kernel[(cdiv(M, bm) * cdiv(N, bn),)](  # noqa: E731
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=8, num_stages=3)
+        ref32 = lambda: (a.float() @ b.float())  # noqa: E731
+        tol = {"fp32": 2e-2 * K ** 0.5 / 8}.get(dtype, 0.5)   # tf32 inputs: 10-bit mantissas
+        check = lambda: torch.testing.assert_close(c.float(), ref32(), rtol=2e-2, atol=tol)  # noqa: E731
+        if dtype.startswith("fp8"):
+            one = torch.tensor(1.0, device="cuda")
+            torch_fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)  # noqa
+        else:
+            torch_fn = lambda: a @ b  # noqa: E731
+        return run, check, 2 * M * N * K, "TFLOP/s", torch_fn
+    return workload
+
+
+MATMUL_SHAPES = [(256, 256, 256, "fp16"), (512, 512, 512, "fp16"), (1024, 1024, 1024, "fp16"),
+                 (2048, 2048, 2048, "fp16"), (8192, 8192, 8192, "fp16"), (1000, 1000, 1000, "fp16"),
+                 (3000, 2000, 1500, "fp16"), (4096, 4096, 4096, "bf16"), (4096, 4096, 4096, "fp32"),
+                 (4096, 4096, 4096, "fp8e4nv"), (4096, 4096, 4096, "fp8e5")]
+
 WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matmul": w_matmul,
-             "attention": w_attention, "attention_masked": w_attention_masked}
+             "attention": w_attention, "attention_masked": w_attention_masked,
+             "cumsum": w_cumsum, "scan_linrec": w_scan_linrec, "sort": w_sort,
+             "softmax_small": w_softmax_small, "softplus_small": w_softplus_small,
+             "batchnorm_small": w_batchnorm_small}
+WORKLOADS.update({f"matmul_{M}x{N}x{K}_{dt}": _matmul_workload(M, N, K, dt) for M, N, K, dt in MATMUL_SHAPES})
 
 
 def launch_overhead_us(k) -> float:
@@ -136,6 +241,23 @@ def launch_overhead_us(k) -> float:
         t0 = time.perf_counter()
         for _ in range(n):
             k.tiny_kernel[(1,)](x)
+        runs.append((time.perf_counter() - t0) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(runs)
+
+
+def torch_launch_us() -> float:
+    """The same measure for a plain PyTorch elementwise op on one element (`x.add_(1)`): the launch
+    cost users compare a kernel call with (issue 12, item 4)."""
+    x = torch.zeros(1, device="cuda")
+    for _ in range(100):
+        x.add_(1)
+    torch.cuda.synchronize()
+    n, runs = 2000, []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1)
         runs.append((time.perf_counter() - t0) / n * 1e6)
         torch.cuda.synchronize()
     return statistics.median(runs)
@@ -273,12 +395,17 @@ def main():
                 print(f"[{flavour}] {name} failed: {type(exc).__name__}: {str(exc)[:400]}", file=sys.stderr)
                 traceback.print_exc(limit=3)
         _, _, work, unit, torch_fn = WORKLOADS[name](kernels["triton"], args.quick)
-        t_ms = bench_ms(torch_fn)
         scale = 1e-9 if unit == "GB/s" else 1e-12
+        try:
+            torch_cell = f"{work / (bench_ms(torch_fn) * 1e-3) * scale:.0f} {unit}"
+        except Exception as exc:  # noqa: BLE001 - e.g. no fp8 GEMM in this torch build
+            torch_cell = "n/a"
+            print(f"[torch] {name} failed: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
         tj, tr = res["tilejit"], res["triton"]
         ratio = f"{tj / tr:.2f}" if tj and tr else "n/a"
-        rows.append([name, f"{tj:.0f} {unit}" if tj else "failed", f"{tr:.0f} {unit}" if tr else "failed",
-                     f"{work / (t_ms * 1e-3) * scale:.0f} {unit}", ratio, device])
+        digits = 1 if unit == "TFLOP/s" and max(tj or 0, tr or 0) < 100 else 0
+        rows.append([name, f"{tj:.{digits}f} {unit}" if tj else "failed", f"{tr:.{digits}f} {unit}" if tr else "failed",
+                     torch_cell, ratio, device])
     for flavour_name, fn, unit in (("launch (cached, us)", launch_overhead_us, "us"),
                                    ("compile new specialization (ms)", None, "ms")):
         vals = {}
@@ -289,7 +416,8 @@ def main():
                 vals[flavour] = None
                 print(f"[{flavour}] {flavour_name} failed: {exc}", file=sys.stderr)
         tj, tr = vals["tilejit"], vals["triton"]
-        rows.append([flavour_name, f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed", "",
+        torch_cell = f"{torch_launch_us():.1f} (x.add_(1))" if fn else ""
+        rows.append([flavour_name, f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed", torch_cell,
                      f"{tj / tr:.2f}" if tj and tr else "n/a", device])
     print(f"\nTriton {triton.__version__}, torch {torch.__version__}, {device}\n")
     print(markdown_table(["workload", "tilejit", "Triton", "torch", "tilejit/Triton", "device"], rows))

@@ -184,3 +184,55 @@ def cumsum_row_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK_SIZE: tl.constexpr):
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
     tl.store(y_ptr + row * stride + cols, tl.cumsum(x, axis=0), mask=mask)
+
+
+@triton.jit
+def _linear_recurrence(a1, b1, a2, b2):
+    return a1 * a2, b1 * a2 + b2
+
+
+@triton.jit
+def linear_recurrence_row_kernel(a_ptr, b_ptr, y_ptr, stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    """y_i = a_i * y_(i-1) + b_i along each row: `tl.associative_scan` with a non-commutative
+    combine of two values (as in Mamba-style scans)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    a = tl.load(a_ptr + row * stride + cols, mask=mask, other=1.0)
+    b = tl.load(b_ptr + row * stride + cols, mask=mask, other=0.0)
+    _, y = tl.associative_scan((a, b), 0, _linear_recurrence)
+    tl.store(y_ptr + row * stride + cols, y, mask=mask)
+
+
+@triton.jit
+def sort_row_kernel(x_ptr, y_ptr, stride, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + row * stride + cols)
+    tl.store(y_ptr + row * stride + cols, tl.sort(x))
+
+
+@triton.jit
+def softplus_kernel(x_ptr, y_ptr, n_elements, beta, threshold, BLOCK_SIZE: tl.constexpr):
+    """torch.nn.functional.softplus as activation libraries write it (attorch's act kernels)."""
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    bx = beta * x
+    y = tl.where(bx > threshold, x, tl.log(1 + tl.exp(bx)) / beta)
+    tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def batch_norm_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, batch, n_channels, eps, BLOCK_B: tl.constexpr):
+    """Training-mode batch norm forward over a [batch, channels] input, one program per channel
+    (strided loads down a column), as attorch's batch_norm_forward_kernel for 2-D inputs."""
+    c = tl.program_id(0)
+    rows = tl.arange(0, BLOCK_B)
+    mask = rows < batch
+    x = tl.load(x_ptr + rows * n_channels + c, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, 0) / batch
+    diff = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(diff * diff, 0) / batch
+    y = diff * tl.rsqrt(var + eps) * tl.load(w_ptr + c) + tl.load(b_ptr + c)
+    tl.store(y_ptr + rows * n_channels + c, y.to(y_ptr.dtype.element_ty), mask=mask)

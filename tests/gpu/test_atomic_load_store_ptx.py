@@ -8,6 +8,7 @@ import pytest
 
 import tilejit
 import tilejit.language as tl
+from toolchain_paths import needs_lld
 
 
 @pytest.fixture(autouse=True)
@@ -84,6 +85,7 @@ def test_a_scalar_is_read_by_one_thread_and_acquired_before_it_is_shared():
     assert ptx.index("fence.acquire.gpu;") < ptx.index("st.shared")
 
 
+@needs_lld
 def test_amd_gets_llvm_atomics_and_fences():
     kernel = _copy.warmup("*fp32", "*fp32", "i32", B=128, grid=(1,), target="hip:gfx942",
                           LOAD_SEM="acquire", STORE_SEM="release", SCOPE="gpu")

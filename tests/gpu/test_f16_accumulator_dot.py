@@ -45,13 +45,41 @@ def test_batched_fp16_dot_rounds_once_per_k_step(target, binary, outputs, step):
     assert kernel.asm[binary][:4] == b"\x7fELF"
 
 
+@tilejit.jit
+def _f16_matmul_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float16)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
+        b = tl.load(b_ptr + (k0 + k)[:, None] * BN + n[None, :])
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
+
+
 @needs_ptxas
-def test_nvidia_rounds_once_per_instruction_k():
-    src = ASTSource(_dot2d, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"},
-                    {"M": 16, "N": 16, "K": 64}, {(i,): D16 for i in range(3)})
+@pytest.mark.parametrize("a_type", ["*fp16", "*fp8e4nv"])
+def test_nvidia_2d_dot_accumulates_in_f16_with_mma(a_type):
+    """A 2-D dot with out_dtype=float16 runs mma.sync with f16 C and D (Triton's instruction, and
+    what Triton's test_dot checks in the PTX), fp8 operands upcast to f16 first."""
+    src = ASTSource(_dot2d, {"a_ptr": a_type, "b_ptr": a_type, "c_ptr": "*fp16"},
+                    {"M": 32, "N": 32, "K": 64}, {(i,): D16 for i in range(3)})
     kernel = tilejit.compile(src, target="cuda:90", options={"num_warps": 4})
-    runs = _rounding_runs(kernel.asm["llir"])
-    assert runs and runs == ("F" * 16 + "T") * (len(runs) // 17)
+    ptx = kernel.asm["ptx"]
+    assert re.search(r"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", ptx)
+    assert ".f32.f16.f16" not in ptx and "fma.rn" not in ptx
+    assert kernel.asm["cubin"][:4] == b"\x7fELF"
+
+
+@needs_ptxas
+def test_nvidia_f16_accumulator_loop_runs_wgmma_f16():
+    """The pipelined matmul with an f16 accumulator carried by the loop: wgmma with f16 D registers
+    (.f16x2, N/4 of them per m64 block), kept in flight across iterations as the f32 one."""
+    src = ASTSource(_f16_matmul_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"},
+                    {"BM": 128, "BN": 128, "BK": 64}, {(i,): D16 for i in range(4)})
+    kernel = tilejit.compile(src, target="cuda:90", options={"num_warps": 4})
+    ptx = kernel.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16" in ptx
+    assert "mma.sync" not in ptx and "wgmma.wait_group.sync.aligned 1" in ptx
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
 
 

@@ -57,8 +57,10 @@ def _scaled_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, acc_ptr, out_ptr,
     tl.store(out_ptr + offs, c)
 
 
-def _operand(fmt, rows, cols, packed_axis):
-    """(stored array, decoded float64 [rows, cols]) of one operand."""
+def _operand(fmt, rows, cols, packed_axis, fp16_compute=False):
+    """(stored array, decoded float64 [rows, cols]) of one operand. Beside an fp16 operand the
+    products are taken in fp16 (as Triton's GPU emulation), so e5m2 codes keep to fp16's range there,
+    as in Triton's test_scaled_dot."""
     if fmt == "e2m1":
         codes = RNG.integers(0, 16, (rows, cols)).astype(np.uint8)
         if packed_axis == 1:
@@ -71,6 +73,8 @@ def _operand(fmt, rows, cols, packed_axis):
         exponent_bits = 4 if fmt == "e4m3" else 5
         nonfinite = 0x7F if fmt == "e4m3" else 0x7C
         stored = np.where(stored & nonfinite == nonfinite, stored & 0xB0, stored).astype(np.uint8)
+        if fmt == "e5m2" and fp16_compute:
+            stored &= 0xBB   # exponent field <= 14: |value| < 2
         return stored, decode_fp8(stored, exponent_bits)
     values = RNG.normal(0, 1, (rows, cols)).astype(np.float16)
     return values, values.astype(np.float64)
@@ -90,11 +94,12 @@ CASES = [  # (lhs format, rhs format, lhs scaled, rhs scaled, lhs k-pack, rhs k-
 def test_dot_scaled(device, case):
     fmt_a, fmt_b, scale_a, scale_b, a_k_pack, b_k_pack, use_acc = case
     M, N, K = 16, 32, 64
-    a_stored, a = _operand(fmt_a, M, K, 1 if a_k_pack else 0)
-    b_stored, b = _operand(fmt_b, K, N, 0 if b_k_pack else 1)
     fp16_compute = "fp16" in (fmt_a, fmt_b)
-    a_scale = RNG.integers(120, 134, (M, K // 32)).astype(np.uint8)
-    b_scale = RNG.integers(120, 134, (N, K // 32)).astype(np.uint8)
+    a_stored, a = _operand(fmt_a, M, K, 1 if a_k_pack else 0, fp16_compute)
+    b_stored, b = _operand(fmt_b, K, N, 0 if b_k_pack else 1, fp16_compute)
+    low, high = (124, 132) if fp16_compute else (120, 134)   # Triton's test: 124..131 beside fp16
+    a_scale = RNG.integers(low, high, (M, K // 32)).astype(np.uint8)
+    b_scale = RNG.integers(low, high, (N, K // 32)).astype(np.uint8)
     a_scale[0, 0] = 255  # a NaN scale poisons its row
     if scale_a:
         a = a * np.repeat(e8m0(a_scale, not fp16_compute), 32, axis=1)

@@ -104,3 +104,19 @@ def test_empty_signature_packs_nothing():
     packer = ArgPacker([])
     packer.pack()
     assert packer.params_address != 0
+
+
+@pytest.mark.parametrize("value,expected", [(65520.0, np.inf), (-1e6, -np.inf)])
+def test_fp16_past_the_range_becomes_infinity_as_in_c(value, expected):
+    """struct's 'e' refuses a float that rounds past fp16's range; the launcher's slow path converts it
+    as C and Triton's launcher do (Triton's test_float_annotation[float16-65520.0-inf])."""
+    packer = ArgPacker(["*fp32", "fp16"], ["x_ptr", "val"])
+    with pytest.raises(OverflowError):
+        packer.pack(FakeTensor(16), value)
+    packer.pack_checked((FakeTensor(16), value), "my_kernel")
+    offset = packer.offsets[1]
+    assert np.frombuffer(bytes(packer.buffer)[offset:offset + 2], np.float16)[0] == expected
+    packer.pack(FakeTensor(16), 65519.0)   # rounds down to the largest fp16: the fast path packs it
+    assert np.frombuffer(bytes(packer.buffer)[offset:offset + 2], np.float16)[0] == 65504.0
+    with pytest.raises(TypeError, match="'val'"):
+        packer.pack_checked((FakeTensor(16), "big"), "my_kernel")

@@ -82,6 +82,20 @@ class ArgPacker:
         self.pack = namespace["pack"]
         self.source = source
 
+    def pack_checked(self, args, kernel: str) -> None:
+        """The slow path after `pack(*args)` raised: every scalar through the launch ABI's conversion
+        (a float past fp16's or fp32's range is infinity, as a C conversion and Triton's launcher give;
+        `struct` refuses it), then packed; else the error naming the parameter."""
+        if len(args) != len(self.type_strings) or any(
+                self._check_one(t, a) is not None for t, a in zip(self.type_strings, args)):
+            raise self.explain_failure(args, kernel) from None   # not chained to pack's struct error
+        converted = [a if t.startswith("*") or t == "bf16" else scalar_value(a, t)
+                     for t, a in zip(self.type_strings, args)]
+        try:
+            self.pack(*converted)
+        except Exception:  # noqa: BLE001 - reported as the parameter error below
+            raise self.explain_failure(args, kernel) from None
+
     def explain_failure(self, args, kernel: str) -> Exception:
         """The TypeError/ValueError that names the parameter `pack(*args)` failed on (slow path)."""
         if len(args) != len(self.type_strings):

@@ -149,8 +149,8 @@ class CudaLauncher(Launcher):
         launch, function, pack, params, success = entry
         try:
             pack(*args)
-        except Exception:  # noqa: BLE001 - re-raised as the TypeError/ValueError naming the parameter
-            raise state.packer.explain_failure(tuple(args), self.name) from None
+        except Exception:  # noqa: BLE001 - converted (fp16 overflow -> inf) or the error naming the parameter
+            state.packer.pack_checked(tuple(args), self.name)
         code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, params, 0)[0]
         # The bindings hand back their cached CUDA_SUCCESS member: an identity test is the cheap check.
         if code is not success and int(code) != 0:

@@ -34,28 +34,30 @@ FP8 = ("f8E4M3FN", "f8E5M2")
 
 def mma_sync_kind(dot: DotSite) -> Optional[str]:
     """Which mma.sync form computes `dot` (`mma_sync.MMA_FORMS`), or None:
-    - "f16"/"bf16": 16-bit operands of one type, f32 accumulator, m16n8k16;
+    - "f16"/"bf16": 16-bit operands of one type, f32 accumulator (or f16 for f16 operands:
+      `out_dtype=tl.float16`, the hardware's own f16 accumulation, as Triton), m16n8k16;
     - "tf32": f32 operands with inputPrecision tf32, f32 accumulator, two m16n8k8 per K16 step;
     - "s8": i8 operands, i32 accumulator, m16n8k32 (K a multiple of 32);
-    - "fp8": e4m3/e5m2 operands (mixed too), f32 accumulator: upcast to f16 (exactly), m16n8k16.
+    - "fp8": e4m3/e5m2 operands (mixed too), f32 or f16 accumulator: upcast to f16 (exactly), m16n8k16.
     M, N multiples of 16 and 8 for all."""
     M, N, K = dot.shape
     if dot.rank != 2 or M % 16 or N % 8:
         return None
     a, b, out = dot.a_elem, dot.b_elem, dot.out_elem
-    if a in ("f16", "bf16") and a == b and out == "f32" and K % 16 == 0:
+    if a in ("f16", "bf16") and a == b and (out == "f32" or out == a == "f16") and K % 16 == 0:
         return a
     if a == b == "f32" and out == "f32" and dot.input_precision == "tf32" and K % 16 == 0:
         return "tf32"
     if a == b == "i8" and out == "i32" and K % 32 == 0:
         return "s8"
-    if a in FP8 and b in FP8 and out == "f32" and K % 16 == 0:
+    if a in FP8 and b in FP8 and out in ("f32", "f16") and K % 16 == 0:
         return "fp8"
     return None
 
 
 def _fits_mma(dot: DotSite) -> bool:
-    """f16/bf16 operands of one type, an f32 accumulator, M, N, K multiples of 16, 8, 16 (wgmma)."""
+    """f16/bf16 operands of one type, an f32 accumulator (f16 too for f16), M, N, K multiples of 16,
+    8, 16 (wgmma)."""
     return mma_sync_kind(dot) in ("f16", "bf16")
 
 

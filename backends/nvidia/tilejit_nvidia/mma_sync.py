@@ -55,6 +55,24 @@ MMA_FORMS = {
                  [[(p, 0) for p in _P], [(16 + p, 0) for p in _P]])]),
 }
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
+H2 = llir.VectorType(llir.HalfType(), 2)
+
+
+def f16_accumulator_call(name: str) -> str:
+    """The intrinsic of an f16/fp8-as-f16 form with f16 C and D (`out_dtype=tl.float16`): two
+    <2 x half> registers hold C's four elements in `_C_FRAGMENT` order."""
+    if not name.endswith(".f32.f32"):
+        raise CompilationError(f"internal: {name} has no f16-accumulator form")
+    return name[:-len(".f32.f32")] + ".f16.f16"
+
+
+def pack_halves(builder, values) -> list:
+    """f16 accumulator elements as <2 x half> registers (pairs, low element first)."""
+    return [pack_pair(builder, lo, hi, "f16") for lo, hi in zip(values[0::2], values[1::2])]
+
+
+def unpack_halves(builder, regs) -> list:
+    return [builder.extract_element(r, llir.Constant(I32, i)) for r in regs for i in (0, 1)]
 # The m16n8k16 A fragment (a0..a7) element by element, as wgmma's register A takes it.
 _A_FRAGMENT = [off for reg in _F16_CALL[1] for off in reg]
 _FP8 = ("f8E4M3FN", "f8E5M2")
@@ -127,7 +145,8 @@ def _lower_mma(self, op):
     k_tiles = sorted({k for (m, k) in a_at if (m % 16, k % k_step) == (0, 0)})
     c_tiles = sorted({(m, n) for (m, n) in c_at if (m % 16, n % 8) == (0, 0)})
     acc_ty = c_vals[0].type
-    ret_ty = llir.LiteralStructType([acc_ty] * 4)
+    f16_acc = isinstance(acc_ty, llir.HalfType)
+    ret_ty = llir.LiteralStructType([H2] * 2 if f16_acc else [acc_ty] * 4)
 
     # k-step outermost (as Triton): the A and B fragments of one k-step are read (lazily, with
     # ldmatrix, when the operand is in shared memory), used by every C tile, and then dead, so only
@@ -149,6 +168,11 @@ def _lower_mma(self, op):
                     packed_b[(n0, k0, i)] = [
                         _pack(self, [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in reg], form, [b_elem] * len(reg))
                         for reg in b_regs]
+                if f16_acc:
+                    res = call_intrinsic(self.b, f16_accumulator_call(name), ret_ty, packed_a[(m0, k0, i)]
+                                         + packed_b[(n0, k0, i)] + pack_halves(self.b, accs[(m0, n0)]))
+                    accs[(m0, n0)] = unpack_halves(self.b, [self.b.extract_value(res, j) for j in range(2)])
+                    continue
                 res = call_intrinsic(self.b, name, ret_ty,
                                      packed_a[(m0, k0, i)] + packed_b[(n0, k0, i)] + accs[(m0, n0)])
                 accs[(m0, n0)] = [self.b.extract_value(res, j) for j in range(4)]

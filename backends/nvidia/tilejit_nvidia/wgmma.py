@@ -26,6 +26,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import F32, I32
 
+from .mma_sync import H2, pack_halves, unpack_halves
 from .shared_operands import WgmmaTile, descriptor_bits
 
 I64 = llir.IntType(64)
@@ -94,9 +95,13 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     """One warpgroup's wgmmas for `op`: per m64 block of its rows and per k-step of 16, an
     `m64nNk16` with B (and A, when `a_op` is given) read through descriptors, else A from registers."""
     a, b, c = op.operands
-    elem = str(ir.element_type(a.type))
-    if elem not in ("f16", "bf16") or str(ir.element_type(c.type)) != "f32":
-        raise CompilationError.at(op.loc, f"wgmma lowering takes f16/bf16 operands and f32 results, not {elem}")
+    elem, acc_elem = str(ir.element_type(a.type)), str(ir.element_type(c.type))
+    if elem not in ("f16", "bf16") or acc_elem not in ("f32", elem):
+        raise CompilationError.at(op.loc, f"wgmma lowering takes f16/bf16 operands and f32 results (f16 for "
+                                          f"f16), not {elem} -> {acc_elem}")
+    # An f16 accumulator (out_dtype=tl.float16) packs D's elements in pairs, in the same order, into
+    # .f16x2 registers (N/4 per m64 block instead of N/2).
+    f16_acc = acc_elem == "f16"
     M, N = c.type.shape
     K = a.type.shape[1]
     rows_per_rep = 16 * self.num_warps     # every warpgroup's m64 block, side by side
@@ -127,26 +132,29 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
         a_lazy = self.lazy_operands.get(id(a))
         a_vals = a_lazy.all_values() if a_lazy is not None else self.get(a)
 
-    n = len(blocks[0][1])
-    ret = llir.LiteralStructType([F32] * n)
+    n = len(blocks[0][1]) // (2 if f16_acc else 1)
+    reg, reg_type = ("r", I32) if f16_acc else ("f", F32)
+    ret = llir.LiteralStructType([reg_type] * n)
     regs = ", ".join(f"${i}" for i in range(n))
     scale_d = llir.Constant(I32, 1)   # D = A * B + D: the accumulator is always read
     if a_op is not None:
         operands = f"${n}, ${n + 1}, p, 1, 1, {0 if a_k_major else 1}, {0 if b_k_major else 1}"
         scale_at = 2 * n + 2   # after the outputs, the two descriptors and the tied accumulators
-        constraints = ",".join(["=f"] * n + ["l", "l"] + [str(i) for i in range(n)] + ["r"])
+        constraints = ",".join([f"={reg}"] * n + ["l", "l"] + [str(i) for i in range(n)] + ["r"])
     else:
         operands = f"{{${n}, ${n + 1}, ${n + 2}, ${n + 3}}}, ${n + 4}, p, 1, 1, {0 if b_k_major else 1}"
         scale_at = 2 * n + 5   # after the outputs, four A registers, B's descriptor, the accumulators
-        constraints = ",".join(["=f"] * n + ["r"] * 4 + ["l"] + [str(i) for i in range(n)] + ["r"])
+        constraints = ",".join([f"={reg}"] * n + ["r"] * 4 + ["l"] + [str(i) for i in range(n)] + ["r"])
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${scale_at}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{kind}.{kind} {{{regs}}}, {operands};\n}}")
+            f"wgmma.mma_async.sync.aligned.m64n{N}k16.{acc_elem}.{kind}.{kind} {{{regs}}}, {operands};\n}}")
     void = llir.VoidType()
     _asm(self.b, void, "wgmma.fence.sync.aligned;", "~{memory}", [])
     results = []
     for rep, (row0, order) in enumerate(blocks):
         acc = [c_vals[r] for r in order]
+        if f16_acc:
+            acc = [self.b.bitcast(w, I32) for w in pack_halves(self.b, acc)]
         if a_op is not None:
             extra = self.b.add(a_group_extra, llir.Constant(I32, rep * (self.num_warps // WARPS_PER_GROUP)
                                                               * a_group_bytes))
@@ -156,6 +164,8 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
         for a_part, desc_b in zip(a_parts, b_descs):
             res = _asm(self.b, ret, text, constraints, a_part + [desc_b] + acc + [scale_d])
             acc = [self.b.extract_value(res, i) for i in range(n)]
+        if f16_acc:
+            acc = unpack_halves(self.b, [self.b.bitcast(w, H2) for w in acc])
         results.append(acc)
     _asm(self.b, void, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
     pending = 1 if id(op) in self.wgmma_in_flight else 0
@@ -167,10 +177,15 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
 
 
 def wait_for_wgmma(self, values, pending: int) -> list:
-    """`wgmma.wait_group pending` with `values` (f32 accumulators) passed through it, so that nothing
-    reads them before the wait; returns the values to use after it."""
+    """`wgmma.wait_group pending` with `values` (f32 or f16 accumulators) passed through it, so that
+    nothing reads them before the wait; returns the values to use after it."""
+    halves = bool(values) and isinstance(values[0].type, llir.HalfType)
+    if halves:
+        values = [self.b.bitcast(w, I32) for w in pack_halves(self.b, values)]
     n = len(values)
-    ret = llir.LiteralStructType([F32] * n)
+    reg, reg_type = ("r", I32) if halves else ("f", F32)
+    ret = llir.LiteralStructType([reg_type] * n)
     waited = _asm(self.b, ret, f"wgmma.wait_group.sync.aligned {pending};",
-                  ",".join(["=f"] * n + [str(i) for i in range(n)] + ["~{memory}"]), values)
-    return [self.b.extract_value(waited, i) for i in range(n)]
+                  ",".join([f"={reg}"] * n + [str(i) for i in range(n)] + ["~{memory}"]), values)
+    out = [self.b.extract_value(waited, i) for i in range(n)]
+    return unpack_halves(self.b, [self.b.bitcast(w, H2) for w in out]) if halves else out

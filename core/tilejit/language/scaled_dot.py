@@ -1,15 +1,14 @@
 """`tl.dot_scaled`: the matrix product of two blocks in OCP microscaling formats (Triton 3.x).
 
-Written in `tl` from existing ops, so every backend runs it: each operand is decoded to fp32 (e2m1
-codes unpacked from their bytes, fp8 through the fp8 conversion, fp16/bf16 widened), multiplied by
-its e8m0 block scales (2**(s - 127) per group of K elements; 255 is NaN), and the two are multiplied
-with an fp32 `tl.dot` with exact products (as Triton's interpreter does; Triton's GPU emulation
-upcasts to bf16 or fp16 instead, which gives the same products for in-range data).
-
-That dot runs at input precision tf32 where the target offers it: every decoded, scaled value has at
-most 11 significant bits (fp16) and an fp32 exponent, so it is a tf32 value and tf32 products are
-exact; the GPU then takes its matrix units (mma.sync tf32) instead of an fp32 FMA dot, whose code
-for a 128x128x128 tile (16384 FMAs a thread) LLVM needed minutes to compile.
+Written in `tl` from existing ops, so every backend runs it, as Triton's GPU emulation does it: each
+operand is decoded (e2m1 codes unpacked from their bytes, fp8 through the fp8 conversion), multiplied
+by its e8m0 block scales (2**(s - 127) per group of K elements; 255 is NaN), and carried in the
+compute type, fp16 when an operand is fp16 and bf16 otherwise; the two then meet in a bf16/fp16
+`tl.dot` with an fp32 accumulator. For in-range data every decoded, scaled value is exact in that
+type (at most 4 significant bits for the fp8/fp4 formats; the scales only move the exponent) and
+the products are exact in fp32, so the result is Triton interpreter's fp32 one; the GPU runs it on
+its bf16/fp16 matrix units (mma.sync / wgmma m*n*k16.f32.bf16.bf16), the instructions Triton's own
+`test_scaled_dot` looks for in the PTX.
 """
 from __future__ import annotations
 
@@ -39,12 +38,10 @@ def _group_size(values_k, scales_k):
     return values_k // scales_k
 
 
-@core.builtin
-def _exact_products_precision(_semantic=None):
-    """"tf32" where the target allows it (exact for dot_scaled's operands, see above), else "ieee"."""
-    from .semantic_memory import DOT_INPUT_PRECISIONS
-    allowed = getattr(_semantic.options, "allowed_dot_input_precisions", None) or DOT_INPUT_PRECISIONS
-    return core.constexpr("tf32" if "tf32" in allowed else "ieee")
+@_compile_time
+def _compute_type(lhs_fmt, rhs_fmt):
+    """Triton's compute type for the upcast operands: fp16 next to an fp16 operand, else bf16."""
+    return core.float16 if "fp16" in (lhs_fmt, rhs_fmt) else core.bfloat16
 
 
 @jit
@@ -128,9 +125,11 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
         a = _scaled_lhs(a, lhs_scale, subnormal_zero)
     if not _is_none(rhs_scale):
         b = _scaled_rhs(b, rhs_scale, subnormal_zero)
-    precision: core.constexpr = _exact_products_precision()
+    compute: core.constexpr = _compute_type(lhs_fmt, rhs_fmt)
+    a = a.to(compute)
+    b = b.to(compute)
     if _is_none(acc):
-        out = core.dot(a, b, input_precision=precision, out_dtype=core.float32)
+        out = core.dot(a, b, out_dtype=core.float32)
     else:
-        out = core.dot(a, b, acc.to(core.float32), input_precision=precision, out_dtype=core.float32)
+        out = core.dot(a, b, acc.to(core.float32), out_dtype=core.float32)
     return out.to(out_dtype)
