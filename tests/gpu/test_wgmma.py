@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import tilejit
+import tilejit.language as tl
 from tilejit.backends import GPUTarget
 from tilejit.frontend.source import ASTSource
 from tilejit import ir
@@ -187,3 +188,70 @@ def test_copy_addresses_are_one_register_plus_constants():
     # Two rows a thread (r, r+1): their swizzle differs, so the distance depends on the thread.
     layout = BlockedEncoding((2, 8), (4, 8), (4, 1), (1, 0)).to_linear((32, 64))
     assert _constant_tile_deltas(layout, WgmmaTile((32, 64), 1), [0, 8]) is None
+
+
+@pytest.mark.parametrize("elem_bytes", [1, 4])
+@pytest.mark.parametrize("op_idx", [0, 1])
+def test_k_major_fp8_and_fp32_tiles_match_what_the_descriptors_read(elem_bytes, op_idx):
+    """fp8 (k32) and tf32 (k8) wgmma read K-major tiles only: the same 128-byte rows, with K blocks
+    of 32 bytes (CUTLASS's K-major layout with T = 16 / elem_bytes elements per 16 bytes)."""
+    k_dim = 1 if op_idx == 0 else 0
+    slab = 128 // elem_bytes
+    shape = (128, slab) if op_idx == 0 else (slab, 128)
+    tile = WgmmaTile(shape, k_dim, elem_bytes)
+    assert tile.fits()
+    base, a = 8192, IntArith()
+    lbo, sbo = tile.descriptor_fields()
+    mn_block, k_step = (64 if op_idx == 0 else 128), 32 // elem_bytes
+    for mn0 in range(0, 128, mn_block):
+        for k0 in range(0, slab, k_step):
+            start, k_major = tile.block_start(op_idx, mn0, k0)
+            assert k_major
+            desc_start, _, desc_sbo = _decode(descriptor_bits(base + start, lbo, sbo))
+            for mn, k in itertools.product(range(mn_block), range(k_step)):
+                coords = [0, 0]
+                coords[k_dim], coords[1 - k_dim] = k0 + k, mn0 + mn
+                stored = base + elem_bytes * tile.offset(a, coords)
+                canonical = desc_start + (mn // 8) * desc_sbo + (mn % 8) * 128 + elem_bytes * k
+                assert stored == _swizzle128(canonical), (mn0, k0, mn, k)
+
+
+@tilejit.jit
+def _k_major_matmul(a_ptr, bt_ptr, c_ptr, K, stride_am, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
+                    BK: tl.constexpr):
+    """A row-major, B stored transposed (K contiguous), as Triton's fp8 tutorial passes it."""
+    offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = bt_ptr + offs_k[:, None] + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BK
+        b_ptrs += BK
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("dtype,bk,instr", [
+    ("fp8e4nv", 128, "m64n128k32.f32.e4m3.e4m3"), ("fp8e5", 128, "m64n128k32.f32.e5m2.e5m2"),
+    ("fp32", 32, "m64n128k8.f32.tf32.tf32")])
+def test_fp8_and_tf32_k_major_matmuls_take_pipelined_wgmma(dtype, bk, instr):
+    sig = {"a_ptr": f"*{dtype}", "bt_ptr": f"*{dtype}", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
+           "stride_bn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    src = ASTSource(_k_major_matmul, sig, {"BM": 128, "BN": 128, "BK": bk}, {(i,): D16 for i in range(6)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8, "num_stages": 3})
+    ptx = ck.asm["ptx"]
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{instr}") == 4   # 128 bytes of K: 4 instructions
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert ", p, 1, 1;" in ptx           # no transpose operands: both tiles K-major
+    assert ptx.count("cp.async.cg.shared.global") >= 4 and "wgmma.wait_group.sync.aligned 1;" in ptx
+    if ck.asm.get("cubin"):
+        assert ck.asm["cubin"][:4] == b"\x7fELF"
+
+
+def test_tf32_with_an_n_major_b_keeps_mma_sync():
+    """wgmma cannot transpose a 32-bit operand: a row-major B keeps the tf32 mma.sync."""
+    sig = dict(MATMUL_SIGNATURE, a_ptr="*fp32", b_ptr="*fp32")
+    src = ASTSource(_matmul, sig, {"BM": 128, "BN": 128, "BK": 32, "OTHER": 0.0, "SCALE_INSIDE": False},
+                    {(i,): D16 for i in range(6)})
+    ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
+    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx

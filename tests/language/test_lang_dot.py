@@ -178,3 +178,45 @@ def test_f16_accumulator_carried_through_a_k_loop(device):
     expected = a.astype(np.float32) @ b.astype(np.float32)
     got = device.numpy(result).astype(np.float32)
     np.testing.assert_allclose(got, expected, rtol=1e-2, atol=3e-2)
+
+
+@tilejit.jit
+def _k_major_b_matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tutorial matmul's loop with B read through its strides (K-major: stride_bk == 1)."""
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
+        b = tl.load(b_ptr + (k0 + k)[:, None] * stride_bk + n[None, :] * stride_bn)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float32"])
+def test_k_major_matmul_loop_in_fp8_and_tf32(device, dtype):
+    """fp8 and fp32 (tf32) operands with A and B both K-major, in a K loop: on an H100 the pipelined
+    wgmma m64nNk32 (e4m3/e5m2) and m64nNk8 (tf32) read both tiles by descriptor."""
+    BM, BN, K = 64, 64, 256
+    BK = 32 if dtype == "float32" else 128
+    rs = np.random.RandomState(5)
+    if dtype == "float32":
+        a = rs.uniform(-1, 1, (BM, K)).astype(np.float32)
+        bt = rs.uniform(-1, 1, (BN, K)).astype(np.float32)   # B^T, row-major: B is K-major
+        a_arg, b_arg, a_val, b_val = device.tensor(a), device.tensor(bt), a, bt
+    else:
+        torch = pytest.importorskip("torch")
+        if not hasattr(device, "torch"):
+            pytest.skip("fp8 tensors are torch tensors: NumPy has no fp8 dtype")
+        fp8 = getattr(torch, dtype)
+        a_t = torch.from_numpy(rs.uniform(-2, 2, (BM, K)).astype(np.float32)).to(fp8)
+        b_t = torch.from_numpy(rs.uniform(-2, 2, (BN, K)).astype(np.float32)).to(fp8)
+        a_val, b_val = a_t.float().numpy(), b_t.float().numpy()
+        a_arg, b_arg = device.tensor(a_t.view(torch.uint8).numpy()).view(fp8), device.tensor(b_t.view(torch.uint8).numpy()).view(fp8)
+    out = device.zeros((BM, BN), np.float32)
+    _k_major_b_matmul[(1,)](a_arg, b_arg, out, K, 1, K, BM=BM, BN=BN, BK=BK, num_warps=4)
+    expected = a_val.astype(np.float64) @ b_val.astype(np.float64).T
+    # fp8 products are exact (the tensor cores' fp8 accumulation keeps about 14 mantissa bits);
+    # tf32 rounds the inputs to 10-bit mantissas
+    atol = 5e-2 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(device.numpy(out), expected, rtol=1e-2, atol=atol)

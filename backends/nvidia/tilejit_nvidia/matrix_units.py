@@ -55,10 +55,31 @@ def mma_sync_kind(dot: DotSite) -> Optional[str]:
     return None
 
 
-def _fits_mma(dot: DotSite) -> bool:
-    """f16/bf16 operands of one type, an f32 accumulator (f16 too for f16), M, N, K multiples of 16,
-    8, 16 (wgmma)."""
-    return mma_sync_kind(dot) in ("f16", "bf16")
+# wgmma's K per instruction (32 bytes of each operand row) by operand kind.
+WGMMA_K = {"f16": 16, "bf16": 16, "fp8": 32, "tf32": 8}
+
+
+def wgmma_kind(dot: DotSite) -> Optional[str]:
+    """The wgmma form of `dot`, or None: f16/bf16 (f32 accumulator, f16 too for f16; A from shared
+    memory or registers, either operand K- or MN-major), or fp8 (e4m3/e5m2, mixed too) and tf32 with
+    an f32 accumulator, which wgmma reads only K-major from shared memory (the PTX ISA allows the
+    transpose bits for 16-bit types alone)."""
+    kind = mma_sync_kind(dot)
+    if kind in ("f16", "bf16") or (kind in ("fp8", "tf32") and dot.out_elem == "f32"
+                                   and dot.shape[2] % WGMMA_K[kind] == 0):
+        return kind
+    return None
+
+
+def _loaded_k_major(op: ir.Operation, name: str, k_dim: int) -> bool:
+    """Operand `name` of dot `op` is a load in the dot's block whose access runs along K (its
+    coalesced layout's fastest dim), so its pipelined tile is K-major."""
+    v = op.operand(name)
+    load = v.owner if isinstance(v.owner, ir.Operation) else None
+    if load is None or load.name != "tt.load" or load.parent is not op.parent:
+        return False
+    order = getattr(load.results[0].type.encoding, "order", None)
+    return bool(order) and order[0] == k_dim
 
 
 class MmaSync(MatrixUnit):
@@ -76,12 +97,15 @@ class Wgmma(MatrixUnit):
     name = "wgmma.mma_async.m64nNk16"
 
     def layout(self, dot: DotSite) -> Optional[NvidiaMmaEncoding]:
-        if not _fits_mma(dot):
+        kind = wgmma_kind(dot)
+        if kind is None:
             return None
         M, N, _ = dot.shape
         # wgmma's warps are all along M: a chained dot (attention) takes it when its partner asked
         # for that arrangement too, so P stays in registers between the two dots.
         if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps):
+            return None
+        if kind in ("fp8", "tf32") and not (_loaded_k_major(dot.op, "a", 1) and _loaded_k_major(dot.op, "b", 0)):
             return None
         return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
 

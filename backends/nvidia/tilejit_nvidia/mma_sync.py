@@ -19,7 +19,8 @@ def lower_nvidia_dot(self, op):
     """A `FunctionLowering` method for dots whose result has an NVIDIA MMA layout."""
     enc = op.result.type.encoding
     shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
-    if enc.version_major == 3 and shared[1] is not None:
+    wide = str(ir.element_type(op.operands[0].type)) in ("f16", "bf16")
+    if enc.version_major == 3 and shared[1] is not None and (wide or shared[0] is not None):
         from .wgmma import lower_wgmma_dot
         return lower_wgmma_dot(self, op, *shared)   # A from registers when shared[0] is None
     # mma.sync; version 3 without B in shared memory too (its layouts are mma.sync's, by coordinates)

@@ -2,7 +2,8 @@
 wgmma dots; the NVIDIA backend appends it to the core's TTGIR passes in `add_stages`.
 
 A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose only user is a
-`ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce, its `other` is
+`ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce (or an fp8 / fp32
+operand of a wgmma dot, read K-major by descriptors: no ldmatrix), its `other` is
 zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
 and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
 values defined before the loop (the *address slice*). The pass only marks: the load gets
@@ -21,7 +22,9 @@ from tilejit.gpu.axis_info import AxisAnalysis, vector_width
 from tilejit.gpu.layouts import DotOperandEncoding
 
 from .layouts import NvidiaMmaEncoding
-from .shared_operands import SwizzledTile, plan_ldmatrix
+from .shared_operands import SwizzledTile, WgmmaTile, plan_ldmatrix
+
+_WGMMA_ONLY_TYPES = {"f8E4M3FN": 1, "f8E5M2": 1, "f32": 4}   # element bytes
 
 PIPELINED = "ttg.pipelined"
 NUM_STAGES = "ttg.num_stages"
@@ -72,16 +75,20 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
     return user
 
 
+def element_bytes(load: ir.Operation) -> int:
+    return _WGMMA_ONLY_TYPES.get(str(ir.element_type(load.results[0].type)), 2)
+
+
 def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
     """(inner dim, elements per cp.async) of a load's pointer layout: the dim its registers run along
-    in memory-contiguous vectors; (None, 1) when no vector of >= 4 bytes exists."""
+    in memory-contiguous vectors of at most 16 bytes; (None, 1) when no vector of >= 4 bytes exists."""
     from tilejit.gpu.llvm.convert import _run_length
     ptr = load.operands[0]
     mask = load.operand("mask")
     layout = ptr.type.encoding.to_linear(ptr.type.shape)
     best = (None, 1)
     for dim in range(2):
-        vec = min(vector_width(analysis, ptr, dim, mask), 8)
+        vec = min(vector_width(analysis, ptr, dim, mask), 16 // element_bytes(load))
         vec = _run_length(layout, dim, vec) if vec > 1 else 1
         if vec > best[1]:
             best = (dim, vec)
@@ -94,7 +101,8 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     ptr, res = load.operands[0], load.results[0].type
     if not isinstance(ptr.type, ir.TensorType) or ir.is_block_ptr(ptr.type) or res.rank != 2:
         return False
-    if str(ir.element_type(res)) not in ("f16", "bf16") or ptr.type.encoding is None:
+    elem = str(ir.element_type(res))
+    if (elem not in ("f16", "bf16") and elem not in _WGMMA_ONLY_TYPES) or ptr.type.encoding is None:
         return False
     if len(load.operands) == 3 and not _is_zero_constant(load.operands[2]):
         return False
@@ -102,10 +110,19 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     if convert is None:
         return False
     inner, vec = copy_vector(analysis, load)
+    enc = convert.results[0].type.encoding
+    if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
+        return (enc.parent.version_major == 3 and inner == wgmma_k_dim(enc.op_idx)
+                and vec * _WGMMA_ONLY_TYPES[elem] >= 4
+                and WgmmaTile(tuple(res.shape), inner, _WGMMA_ONLY_TYPES[elem]).fits())
     if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
         return False
-    enc = convert.results[0].type.encoding
     return plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None
+
+
+def wgmma_k_dim(op_idx: int) -> int:
+    """The K dim of dot operand `op_idx` (A: M x K, B: K x N)."""
+    return 1 if op_idx == 0 else 0
 
 
 def _address_slice(loop: ir.Operation, loads):
@@ -197,7 +214,7 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
             loads = [op for op in loads if _address_slice(loop, [op]) is not None]
         if not loads:
             continue
-        per_stage = sum(op.results[0].type.numel * 2 for op in loads)
+        per_stage = sum(op.results[0].type.numel * element_bytes(op) for op in loads)
         while stages > 2 and per_stage * stages > budget:
             stages -= 1
         if per_stage * stages > budget:

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import llvmlite.ir as llir
 
+from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import I32
 from tilejit.gpu.llvm.convert import _run_length
 from tilejit.gpu.llvm.scalar_ops import llvm_type
 
-from .pipeline import copy_vector, loop_pipeline
+from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_k_dim
 from .shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 
 I1 = llir.IntType(1)
@@ -227,10 +228,11 @@ class _Buffer:
         self.load, self.convert = load, convert
         res_t = load.results[0].type
         inner, self.vec = copy_vector(self_.analysis, load)
+        self.elem_bytes = element_bytes(load)
         enc = convert.results[0].type.encoding
         self.wgmma = wgmma
         if wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
-            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner), None
+            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
             self.tile = SwizzledTile(tuple(res_t.shape), inner)
             self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
@@ -245,8 +247,9 @@ class _Buffer:
         self.copy_deltas = _constant_tile_deltas(layout, self.tile, self.copy_registers)
 
     def stage_base(self, a, stage):
-        """Element offset (16-bit elements) of the buffer of `stage` (int or i32)."""
-        return a.add(self.base_bytes // 2, a.mul(stage, self.tile.nbytes // 2))
+        """Element offset (in elements of the load's type) of the buffer of `stage` (int or i32)."""
+        eb = self.elem_bytes
+        return a.add(self.base_bytes // eb, a.mul(stage, self.tile.nbytes // eb))
 
 
 def _wgmma_converts(self, pipe):
@@ -261,8 +264,10 @@ def _wgmma_converts(self, pipe):
         if pair is None or not _feeds_only_dots(pair[1].results[0]):
             return None
         load, conv = pair
-        tile = WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0])
-        return conv if tile.inner is not None and tile.fits() else None
+        eb = element_bytes(load)
+        tile = WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0], eb)
+        k_major = tile.inner == wgmma_k_dim(conv.results[0].type.encoding.op_idx)
+        return conv if tile.inner is not None and tile.fits() and (eb == 2 or k_major) else None
 
     chosen = set()
     for op in pipe.loop.regions[0].blocks[0].ops:
@@ -272,8 +277,10 @@ def _wgmma_converts(self, pipe):
         b_conv = fitting(op.operands[1])
         if b_conv is None:
             continue
-        chosen.add(id(b_conv))
         a_conv = fitting(op.operands[0])
+        if a_conv is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
+            continue   # fp8 / tf32: wgmma takes A from registers only for 16-bit types here
+        chosen.add(id(b_conv))
         if a_conv is not None:
             chosen.add(id(a_conv))
     return chosen
@@ -327,7 +334,7 @@ def _issue_copies(self, pipe, buffers, stage, valid):
         ptrs = self.get(ptr_v)
         masks = self.get(load.operands[1]) if len(load.operands) > 1 else None
         elem_ty = llvm_type(load.results[0].type)
-        nbytes = buf.vec * 2
+        nbytes = buf.vec * buf.elem_bytes
         coords = self.element_coords(layout)
         base = buf.stage_base(a, stage)
         replicated = any(not any(b) for b in list(layout.lanes) + list(layout.warps))
@@ -371,6 +378,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
     wgmma = _wgmma_converts(self, pipe)
+    if any(element_bytes(load) != 2 and id(conv) not in wgmma for load, conv in zip(pipe.loads, pipe.converts)):
+        return False   # an fp8 / fp32 tile only wgmma's descriptors could read: the loop runs unpipelined
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
     buffers, offset = [], (region_start + align - 1) // align * align
@@ -435,7 +444,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         if buf is not None and buf.wgmma:
             from .wgmma import WgmmaOperand
             self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
-                buf.tile, a.value(a.mul(buf.stage_base(a, read_stage), 2)), inner.results[0].type.encoding.op_idx)
+                buf.tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
+                inner.results[0].type.encoding.op_idx)
             continue
         if buf is not None:
             result = inner.results[0]

@@ -209,9 +209,9 @@ ATOM_BYTES = 8 * SWIZZLE_BYTES
 
 @dataclass(frozen=True)
 class WgmmaTile(_Tile):
-    """A [d0, d1] 16-bit operand tile in the canonical 128B-swizzled layout that wgmma's matrix
+    """A [d0, d1] operand tile (16-bit; fp8 and fp32 too, K-major) in the canonical 128B-swizzled layout that wgmma's matrix
     descriptors read (PTX ISA, "Shared Memory Matrix Layout"; CUTLASS's Swizzle<3,4,3>): the
-    contiguous dim `inner` is cut into slabs of 64 elements (128 bytes); slab s holds every row,
+    contiguous dim `inner` is cut into slabs of 128 bytes (64 16-bit elements); slab s holds every row,
     row r at byte s * rows * 128 + r * 128, and 16-byte chunk c of a row is stored at chunk
     c ^ (r % 8). With the tile 1024-byte aligned, that is the XOR of address bits [4:6] with
     [7:9] that the hardware undoes, so a descriptor only names where a 64 x 8 (or 8 x 64) block
@@ -230,7 +230,9 @@ class WgmmaTile(_Tile):
         return self.rows * SWIZZLE_BYTES
 
     def fits(self) -> bool:
-        return self.elem_bytes == 2 and self.width % self.slab_elems == 0 and self.rows % 8 == 0
+        """Whole slabs along the contiguous dim and 8-row groups across it; 1-, 2- and 4-byte
+        elements (fp8 and tf32 tiles must also be K-major: the callers check it)."""
+        return self.elem_bytes in (1, 2, 4) and self.width % self.slab_elems == 0 and self.rows % 8 == 0
 
     def offset(self, a, coords):
         """Element offset of logical `coords` (two Arith values) inside the tile."""
@@ -245,7 +247,7 @@ class WgmmaTile(_Tile):
     def block_start(self, op_idx: int, non_k: int, k: int):
         """(byte offset in the tile, K-major?) of the block a wgmma reads for operand `op_idx`
         (0: A, M x K; 1: B, K x N) from non-K index `non_k` (a multiple of 64 when the non-K dim is
-        contiguous, of 8 otherwise) and K index `k` (a multiple of 16)."""
+        contiguous, of 8 otherwise) and K index `k` (a multiple of the instruction's K: 32 bytes)."""
         k_dim = 1 if op_idx == 0 else 0
         k_major = self.inner == k_dim
         along, across = (k, non_k) if k_major else (non_k, k)

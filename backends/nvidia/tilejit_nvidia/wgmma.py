@@ -1,4 +1,5 @@
-"""`tt.dot` with NVIDIA MMA version 3: `wgmma.mma_async` (sm_90a) with B in shared memory.
+"""`tt.dot` with NVIDIA MMA version 3: `wgmma.mma_async` (sm_90a) with B in shared memory: f16/bf16
+(m64nNk16), and fp8 (m64nNk32, e4m3/e5m2) and tf32 (m64nNk8) with both operands K-major there.
 
 The pipelined loop (`shared_dot.lower_pipelined_for`) copies B's tile (and A's, when A is loaded in
 the loop too) with `cp.async` into `WgmmaTile`s (128B-swizzled) and hands the dot a `WgmmaOperand`
@@ -30,6 +31,8 @@ from .mma_sync import H2, pack_halves, unpack_halves
 from .shared_operands import WgmmaTile, descriptor_bits
 
 I64 = llir.IntType(64)
+# The PTX names of the operand types that only the K-major, A-in-shared-memory forms take.
+_KINDS = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f32": "tf32"}
 WARPS_PER_GROUP = 4
 ROWS_PER_GROUP = 64
 
@@ -96,9 +99,13 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     `m64nNk16` with B (and A, when `a_op` is given) read through descriptors, else A from registers."""
     a, b, c = op.operands
     elem, acc_elem = str(ir.element_type(a.type)), str(ir.element_type(c.type))
-    if elem not in ("f16", "bf16") or acc_elem not in ("f32", elem):
-        raise CompilationError.at(op.loc, f"wgmma lowering takes f16/bf16 operands and f32 results (f16 for "
-                                          f"f16), not {elem} -> {acc_elem}")
+    b_elem = str(ir.element_type(b.type))
+    wide = elem in ("f16", "bf16")   # 16-bit forms: A may come from registers, operands transposed
+    if not (wide and acc_elem in ("f32", elem) or elem in _KINDS and b_elem in _KINDS and acc_elem == "f32"):
+        raise CompilationError.at(op.loc, f"wgmma lowering takes f16/bf16 (f32 or f16 results), fp8 or tf32 "
+                                          f"(f32 results) operands, not {elem} -> {acc_elem}")
+    if not wide and a_op is None:
+        raise CompilationError.at(op.loc, f"internal: a {elem} wgmma needs A in shared memory")
     # An f16 accumulator (out_dtype=tl.float16) packs D's elements in pairs, in the same order, into
     # .f16x2 registers (N/4 per m64 block instead of N/2).
     f16_acc = acc_elem == "f16"
@@ -117,8 +124,9 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     if sum(len(order) for _, order in blocks) != len(c_at):
         raise CompilationError.at(op.loc, "internal: the wgmma accumulator holds registers outside its m64 blocks")
     c_vals = self.get(c)
-    ks = list(range(0, K, 16))
-    kind = "f16" if elem == "f16" else "bf16"
+    a_kind, b_kind = (elem, b_elem) if wide else (_KINDS[elem], _KINDS[b_elem])
+    k_step = 16 if wide else 32 // a_op.tile.elem_bytes   # 32 bytes of K per instruction
+    ks = list(range(0, K, k_step))
     _, b_k_major = b_op.tile.block_start(1, 0, 0)
     b_descs = _descriptors(self, b_op, 0, ks)
     if a_op is not None:
@@ -138,7 +146,9 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     regs = ", ".join(f"${i}" for i in range(n))
     scale_d = llir.Constant(I32, 1)   # D = A * B + D: the accumulator is always read
     if a_op is not None:
-        operands = f"${n}, ${n + 1}, p, 1, 1, {0 if a_k_major else 1}, {0 if b_k_major else 1}"
+        # imm-trans-a/b exist for the 16-bit forms only; the others read K-major tiles
+        trans = f", {0 if a_k_major else 1}, {0 if b_k_major else 1}" if wide else ""
+        operands = f"${n}, ${n + 1}, p, 1, 1{trans}"
         scale_at = 2 * n + 2   # after the outputs, the two descriptors and the tied accumulators
         constraints = ",".join([f"={reg}"] * n + ["l", "l"] + [str(i) for i in range(n)] + ["r"])
     else:
@@ -147,7 +157,7 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
         constraints = ",".join([f"={reg}"] * n + ["r"] * 4 + ["l"] + [str(i) for i in range(n)] + ["r"])
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${scale_at}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{N}k16.{acc_elem}.{kind}.{kind} {{{regs}}}, {operands};\n}}")
+            f"wgmma.mma_async.sync.aligned.m64n{N}k{k_step}.{acc_elem}.{a_kind}.{b_kind} {{{regs}}}, {operands};\n}}")
     void = llir.VoidType()
     _asm(self.b, void, "wgmma.fence.sync.aligned;", "~{memory}", [])
     results = []
