@@ -1,8 +1,9 @@
 """GPU benchmark: tilejit beside the installed Triton (and PyTorch) in one process, on one device.
 
 Run on the device machine:  python bench/gpu.py [--quick] [--only add,softmax]
-Every workload first checks tilejit's output against PyTorch, then times both compilers with the same
-CUDA-event timer (median of >= 50 runs after warm-up) and prints a markdown table with the ratio.
+Every workload first checks both compilers' outputs against PyTorch, then times tilejit, Triton and
+PyTorch with the same CUDA-event timer, in alternation (5 rounds of 12 runs each, cold L2; the
+median of the 60 runs) and prints a markdown table with the ratio.
 A workload that tilejit cannot compile or gets wrong is reported as such, never timed.
 """
 from __future__ import annotations
@@ -26,12 +27,13 @@ from common import load_kernels, markdown_table  # noqa: E402
 import torch  # noqa: E402
 
 
-def bench_ms(fn, warmup=10, reps=50) -> float:
-    """Median milliseconds of `fn` timed with CUDA events, one event pair per run."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    cache = torch.empty(64 << 20, dtype=torch.int8, device="cuda")  # flushed between runs: cold L2
+def _flush_cache():
+    return torch.empty(64 << 20, dtype=torch.int8, device="cuda")  # zeroed between runs: cold L2
+
+
+def event_times(fn, reps, cache) -> list:
+    """Milliseconds of `reps` runs of `fn`, each timed with its own CUDA event pair after the L2 is
+    flushed (the flush is outside the pair)."""
     times = []
     for _ in range(reps):
         cache.zero_()
@@ -41,7 +43,30 @@ def bench_ms(fn, warmup=10, reps=50) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return times
+
+
+def bench_interleaved(fns: dict, rounds=5, reps=12, warmup=5) -> dict:
+    """{name: median ms} of several implementations of one workload timed in alternation: `rounds`
+    rounds, each timing `reps` runs of every implementation in turn, so that a neighbour's burst on
+    this shared host or GPU falls on all of them alike (timing one after the other let whole
+    workloads swing by 30% between processes). A failing implementation gets None."""
+    cache = _flush_cache()
+    times = {name: [] for name in fns}
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if times[name] is None:
+                continue
+            try:
+                times[name] += event_times(fn, reps, cache)
+            except Exception as exc:  # noqa: BLE001 - reported, the others go on
+                print(f"[{name}] timing failed: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
+                times[name] = None
+    return {name: statistics.median(t) if t else None for name, t in times.items()}
 
 
 def cdiv(a, b):
@@ -192,7 +217,7 @@ _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
            "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
 
 
-def _matmul_workload(M, N, K, dtype):
+def _matmul_workload(M, N, K, dtype, tile=None):
     def workload(k, quick):
         torch_dtype = _DTYPES[dtype]
         a = torch.randn(M, K, device="cuda").to(torch_dtype)
@@ -200,7 +225,7 @@ def _matmul_workload(M, N, K, dtype):
         if dtype.startswith("fp8"):   # K-major B, as Triton's fp8 tutorial and cuBLAS' fp8 GEMM take it
             b = b.T.contiguous().T
         c = torch.empty(M, N, device="cuda", dtype=torch.float16 if dtype.startswith("fp8") else torch_dtype)
-        bm, bn, bk = (128, 128, 32) if dtype == "fp32" else (128, 128, 128 if dtype.startswith("fp8") else 64)
+        bm, bn, bk = tile or ((128, 128, 32) if dtype == "fp32" else (128, 128, 128 if dtype.startswith("fp8") else 64))
         run = lambda: k.matmul_kernel[(cdiv(M, bm) * cdiv(N, bn),)](  # noqa: E731
             a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=8, num_stages=3)
@@ -229,6 +254,8 @@ WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matm
              "softmax_small": w_softmax_small, "softplus_small": w_softplus_small,
              "batchnorm_small": w_batchnorm_small}
 WORKLOADS.update({f"matmul_{M}x{N}x{K}_{dt}": _matmul_workload(M, N, K, dt) for M, N, K, dt in MATMUL_SHAPES})
+# the tile Triton's tutorial autotuner picks for large fp16 GEMMs on Hopper (both compilers get it)
+WORKLOADS["matmul_4096x4096x4096_fp16_tile128x256"] = _matmul_workload(4096, 4096, 4096, "fp16", (128, 256, 64))
 
 
 def launch_overhead_us(k) -> float:
@@ -378,14 +405,13 @@ def loop_us(fn, n=500) -> float:
     return best
 
 
-def measure(k, name, quick):
-    run, check, work, unit, _ = WORKLOADS[name](k, quick)
+def checked_run(k, name, quick):
+    """The workload's launch function for one compiler after its result was checked against PyTorch."""
+    run, check, *_ = WORKLOADS[name](k, quick)
     run()
     torch.cuda.synchronize()
     check()
-    ms = bench_ms(run)
-    scale = 1e-9 if unit == "GB/s" else 1e-12
-    return work / (ms * 1e-3) * scale
+    return run
 
 
 def main():
@@ -404,21 +430,18 @@ def main():
         profile_launch(kernels["tilejit"], args.dump)
     rows = []
     for name in args.only.split(","):
-        res = {}
+        runs = {}
         for flavour, k in kernels.items():
             try:
-                res[flavour] = measure(k, name, args.quick)
+                runs[flavour] = checked_run(k, name, args.quick)
             except Exception as exc:  # report, keep going with the other workloads
-                res[flavour] = None
                 print(f"[{flavour}] {name} failed: {type(exc).__name__}: {str(exc)[:400]}", file=sys.stderr)
                 traceback.print_exc(limit=3)
         _, _, work, unit, torch_fn = WORKLOADS[name](kernels["triton"], args.quick)
         scale = 1e-9 if unit == "GB/s" else 1e-12
-        try:
-            torch_cell = f"{work / (bench_ms(torch_fn) * 1e-3) * scale:.0f} {unit}"
-        except Exception as exc:  # noqa: BLE001 - e.g. no fp8 GEMM in this torch build
-            torch_cell = "n/a"
-            print(f"[torch] {name} failed: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
+        ms = bench_interleaved(dict(runs, torch=torch_fn))
+        res = {f: (work / (ms[f] * 1e-3) * scale if ms.get(f) else None) for f in ("tilejit", "triton", "torch")}
+        torch_cell = f"{res['torch']:.0f} {unit}" if res["torch"] else "n/a"
         tj, tr = res["tilejit"], res["triton"]
         ratio = f"{tj / tr:.2f}" if tj and tr else "n/a"
         digits = 1 if unit == "TFLOP/s" and max(tj or 0, tr or 0) < 100 else 0

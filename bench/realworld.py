@@ -10,7 +10,8 @@ every op runs on both, forward and backward, on the same inputs:
 
 - each result (output and input gradients) is compared with a plain PyTorch reference written here;
 - each op is timed: the first call (compiles included), then the median of --reps calls, forward
-  and forward+backward; with both implementations the speed ratio Triton time / tilejit time is
+  and forward+backward (output gradients made once on the device), the implementations timed in
+  alternating rounds; with both implementations the speed ratio Triton time / tilejit time is
   printed per op (above 1: tilejit faster). On CUDA that is issue 12's item 5; on the CPU it compares
   the two interpreters.
 
@@ -307,27 +308,61 @@ def compare(got, want, tol) -> str | None:
     return None
 
 
-def time_it(fn, device, reps) -> float:
-    """Median seconds of fn() over reps calls (after one warm-up call)."""
+def _event_ms(fn) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
     fn()
-    times = []
-    for _ in range(reps):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def time_interleaved(timers: dict, device, reps, rounds=5) -> dict:
+    """{name: median seconds} of each (library copy, callable), timed in alternation (`rounds` rounds
+    of reps/rounds calls each, inside the copy's `with`, after one warm-up call each), so that a
+    burst of a neighbour on this shared host or GPU falls on every implementation alike."""
+    for lib, fn in timers.values():
+        with lib:
             fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    per_round = max(1, reps // rounds)
+    times = {name: [] for name in timers}
+    for _ in range(rounds if reps >= rounds else 1):
+        for name, (lib, fn) in timers.items():
+            with lib:
+                for _ in range(per_round):
+                    if device == "cuda":
+                        times[name].append(_event_ms(fn) / 1e3)
+                    else:
+                        t0 = time.perf_counter()
+                        fn()
+                        times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def fwd_bwd_timer(call, inputs):
+    """Forward and backward on leaves made once, with the output gradients made once on the device:
+    the timed call runs the library's kernels and autograd's bookkeeping, not the host-side random
+    gradients of `run_once` (~100 ms at the benchmark shapes, which hid the kernels)."""
+    leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+    outs = [o for o in _as_tuple(call(*leaves))
+            if isinstance(o, torch.Tensor) and o.is_floating_point() and o.requires_grad]
+    grads = [torch.randn_like(o) for o in outs]
+
+    def run():
+        for x in leaves:
+            x.grad = None
+        result = [o for o in _as_tuple(call(*leaves))
+                  if isinstance(o, torch.Tensor) and o.is_floating_point() and o.requires_grad]
+        if result:
+            torch.autograd.backward(result, grads)
+    return run
 
 
 def run_case(case, lib, inputs, device, reps):
-    """{'status': 'ok'|'wrong'|'error', 'detail', 'fwd', 'fwdbwd', 'first'} for one implementation."""
+    """{'status': 'ok'|'wrong'|'error', 'detail', 'first', 'timers'} for one implementation; `timers`
+    ({'fwd': (lib, fn), 'fwdbwd': (lib, fn)}: call fn inside `with lib`) when the results are right."""
     if case.module in lib.errors:
         return {"status": "error", "detail": lib.errors[case.module]}
     module = lib.ops[case.module]
@@ -348,10 +383,14 @@ def run_case(case, lib, inputs, device, reps):
         bad = compare(outs, ref_outs, case.tol) or compare(grads, ref_grads, case.tol)
         res = {"status": "wrong" if bad else "ok", "detail": bad or "", "first": first}
         if reps and not bad:
+            call = lambda *xs: case.call(module, *xs)  # noqa: E731
             leaves = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
-            with torch.no_grad():
-                res["fwd"] = time_it(lambda: case.call(module, *leaves), device, reps)
-            res["fwdbwd"] = time_it(lambda: run_once(lambda *xs: case.call(module, *xs), inputs), device, reps)
+            fwdbwd = fwd_bwd_timer(call, inputs)
+
+            def fwd():
+                with torch.no_grad():
+                    call(*leaves)
+            res["timers"] = {"fwd": (lib, fwd), "fwdbwd": (lib, fwdbwd)}
         return res
 
 
@@ -412,6 +451,11 @@ def main(argv=None) -> int:
         inputs = case.make(args.device, dtype, big)
         row = f"{case.name:28}"
         results = [run_case(case, lib, inputs, args.device, reps) for lib in libs]
+        timed = [(i, r) for i, r in enumerate(results) if "timers" in r]
+        for kind in ("fwd", "fwdbwd"):
+            got = time_interleaved({i: r["timers"][kind] for i, r in timed}, args.device, reps)
+            for i, r in timed:
+                r[kind] = got[i]
         for lib, res in zip(libs, results):
             first = f"{res['first']:7.2f}" if "first" in res else f"{'-':>7}"
             fwd = f"{res['fwd'] * 1e3:9.3f}" if "fwd" in res else f"{'-':>9}"
