@@ -32,7 +32,9 @@ def div_i64_kernel(x_ptr, out_ptr, D, BLOCK: tl.constexpr):
 def libdevice_sqrt_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
-    tl.store(out_ptr + offs, tl.sqrt(x) + tl.exp(x))
+    # sqrt.rn.f32 (tl.sqrt_rn, libdevice.sqrt) calls ptxas's slow-path subroutine; tl.sqrt is
+    # sqrt.approx on NVIDIA (as in Triton) and has none
+    tl.store(out_ptr + offs, tl.sqrt_rn(x) + tl.exp(x))
 
 
 @tilejit.jit

@@ -6,7 +6,7 @@ from typing import Optional, Tuple
 
 import llvmlite.ir as llir
 
-from tilejit.gpu.isa import I32, add_string_attribute, call_intrinsic, type_suffix
+from tilejit.gpu.isa import F32, I32, add_string_attribute, call_intrinsic, type_suffix
 from tilejit.gpu.target import TargetDescription
 
 from . import memory_ptx
@@ -27,6 +27,33 @@ _INTRINSICS = {
     "math.round": "llvm.round", "math.fma": "llvm.fma", "math.copysign": "llvm.copysign",
     "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum",
     "arith.maximumf": "llvm.maximum", "arith.minimumf": "llvm.minimum",
+}
+
+
+def _ptx_asm(builder, text: str, constraints: str, args):
+    fnty = llir.FunctionType(F32, [a.type for a in args])
+    return builder.asm(fnty, text, constraints, list(args), side_effect=False)
+
+
+def _fast_exp(builder, args):
+    """Triton's fp32 `tl.exp`: x * log2(e) (an fmul LLVM may contract), then `ex2.approx.f32`
+    (2 ulp; not flushed to zero). `libdevice.exp` keeps the accurate __nv_expf."""
+    scaled = builder.fmul(args[0], llir.Constant(F32, 1.4426950408889634))
+    scaled.flags.append("contract")
+    return _ptx_asm(builder, "ex2.approx.f32 $0, $1;", "=f,f", [scaled])
+
+
+def _full_div(builder, args):
+    """Triton's fp32 `/` and `tl.fdiv`: `div.full.f32` (2 ulp). `tl.div_rn` stays IEEE (div.rn)."""
+    return _ptx_asm(builder, "div.full.f32 $0, $1, $2;", "=f,f,f", args)
+
+
+# fp32 ops that Triton 3.x compiles to the fast approximate instructions (checked against Triton
+# 3.9's PTX for the same kernels): tilejit gives the same code, and with it the same results.
+_TRITON_FAST_F32 = {
+    "math.exp": ("emit", _fast_exp),
+    "arith.divf": ("emit", _full_div),
+    "math.sqrt": ("intrinsic", "llvm.nvvm.sqrt.approx.ftz.f"),
 }
 
 
@@ -226,8 +253,10 @@ class NvidiaISA(TargetDescription):
             module, llir.FunctionType(I32, [generic, generic]), "vprintf")
         builder.call(vprintf, [fmt_ptr, buffer])
 
-    def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
+    def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, object]]:
         suffix = type_suffix(type_)
+        if suffix == "f32" and op_name in _TRITON_FAST_F32:
+            return _TRITON_FAST_F32[op_name]
         if op_name in _INTRINSICS and suffix in ("f32", "f64", "f16"):
             return "intrinsic", f"{_INTRINSICS[op_name]}.{suffix}"
         if op_name in _LIBDEVICE and suffix in ("f32", "f64"):

@@ -231,8 +231,10 @@ class TargetDescription(abc.ABC):
     @abc.abstractmethod
     def math_symbol(self, op_name: str, type_):
         """How to compute `op_name` (e.g. `math.exp`) for the LLVM float type `type_`:
-        ("intrinsic", "llvm.exp2.f32"), ("libcall", "__nv_expf"), or None when the core's
-        portable expansion (built from other math ops) must be used."""
+        ("intrinsic", "llvm.exp2.f32"), ("libcall", "__nv_expf"), ("emit", fn) where
+        `fn(builder, args)` builds the value itself, or None when the core's portable expansion
+        (built from other math ops) must be used. `arith.divf` is asked too: None keeps LLVM's
+        IEEE `fdiv`."""
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.arch})"

@@ -88,6 +88,8 @@ class ScalarLowering:
             kind, symbol = how
             if kind == "intrinsic":
                 return call_intrinsic(b, symbol, ty, args)
+            if kind == "emit":   # the target builds it (e.g. NVIDIA's approximate exp and division)
+                return symbol(b, list(args))
             fn = declare(b.module, symbol, ty, [a.type for a in args])
             return b.call(fn, list(args))
         if isinstance(ty, llir.HalfType):   # compute half math in f32
@@ -236,7 +238,9 @@ class ScalarLowering:
             ordered = pred.startswith("o") or pred == "ord"
             return (b.fcmp_ordered if ordered else b.fcmp_unordered)(_CMPF[pred], xs[0], xs[1])
         xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
-        if name in _FLOAT_BINARY:
+        if name == "arith.divf" and self.isa.math_symbol(name, xs[0].type) is not None:
+            out = self.math(b, name, xs)   # the target's division (Triton's div.full.f32 on NVIDIA)
+        elif name in _FLOAT_BINARY:
             out = getattr(b, _FLOAT_BINARY[name])(xs[0], xs[1])
             if self.fp_fusion and name in _CONTRACTABLE:
                 out.flags.append("contract")
