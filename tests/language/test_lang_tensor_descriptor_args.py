@@ -58,3 +58,55 @@ def test_nan_padding_is_refused_by_name(device):
     desc = TensorDescriptor.from_tensor(x, [16, 16], padding="nan")
     with pytest.raises(ValueError, match="padding"):
         _scale_tiles[(1, 1)](desc, desc, M_BLOCK=16, N_BLOCK=16)
+
+
+@tilejit.jit
+def _descriptor_reduce(desc, src_ptr, M, N, M_BLOCK: tl.constexpr, N_BLOCK: tl.constexpr, KIND: tl.constexpr,
+                       DEVICE_DESC: tl.constexpr):
+    """Triton 3.x's descriptor reductions: every program combines its tile of `src` into `desc`'s
+    tensor at an offset that runs past the tensor's end for the last tiles."""
+    moffset = tl.program_id(0) * M_BLOCK - 3
+    noffset = tl.program_id(1) * N_BLOCK
+    rows = moffset + tl.arange(0, M_BLOCK)[:, None]
+    cols = noffset + tl.arange(0, N_BLOCK)[None, :]
+    val = tl.load(src_ptr + rows * N + cols, mask=(rows >= 0) & (rows < M) & (cols < N), other=0)
+    if DEVICE_DESC:
+        desc = tl.make_tensor_descriptor(desc, shape=[M, N], strides=[N, 1], block_shape=[M_BLOCK, N_BLOCK])
+    if KIND == "add":
+        desc.atomic_add([moffset, noffset], val)
+    elif KIND == "min":
+        desc.atomic_min([moffset, noffset], val)
+    elif KIND == "max":
+        desc.atomic_max([moffset, noffset], val)
+    elif KIND == "and":
+        desc.atomic_and([moffset, noffset], val)
+    elif KIND == "or":
+        desc.atomic_or([moffset, noffset], val)
+    else:
+        desc.atomic_xor([moffset, noffset], val)
+
+
+@pytest.mark.parametrize("kind,dtype", [("add", "float32"), ("add", "int32"), ("min", "int32"), ("max", "uint32"),
+                                        ("and", "int64"), ("or", "uint64"), ("xor", "int32")])
+@pytest.mark.parametrize("device_desc", [False, True])
+def test_descriptor_atomics_combine_tiles_and_skip_out_of_bounds(device, kind, dtype, device_desc):
+    M, N, MB, NB = 20, 16, 8, 16
+    rs = np.random.RandomState(7)
+    info = np.iinfo(dtype) if dtype != "float32" else None
+    src = (rs.randint(0, 1000, (M, N)) if info is None else rs.randint(0, min(info.max, 1 << 20), (M, N))).astype(dtype)
+    dst = (rs.randint(0, 1000, (M, N)) if info is None else rs.randint(0, min(info.max, 1 << 20), (M, N))).astype(dtype)
+    out = device.tensor(dst)
+    target = out if device_desc else TensorDescriptor.from_tensor(out, [MB, NB])
+    grid = ((M + 3 + MB - 1) // MB, N // NB)   # tiles start 3 rows before the tensor, the last runs past it
+    _descriptor_reduce[grid](target, device.tensor(src), M, N, M_BLOCK=MB, N_BLOCK=NB, KIND=kind,
+                             DEVICE_DESC=device_desc)
+    expected = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
+                "xor": np.bitwise_xor}[kind](dst, src)
+    np.testing.assert_array_equal(device.numpy(out), expected)
+
+
+def test_descriptor_atomic_refuses_a_type_triton_refuses(device):
+    out = device.zeros((8, 16), "float32")
+    with pytest.raises(tilejit.CompilationError, match="atomic_and: unsupported element type"):
+        _descriptor_reduce[(1, 1)](TensorDescriptor.from_tensor(out, [8, 16]), out, 8, 16, M_BLOCK=8, N_BLOCK=16,
+                                   KIND="and", DEVICE_DESC=False)

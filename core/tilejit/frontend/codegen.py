@@ -445,7 +445,8 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                 return BoundMember(fn, obj)
             raise AttributeError(f"'tensor' object has no attribute '{attr}'")
         if isinstance(obj, tl.tensor_descriptor):
-            if attr in ("load", "store", "block_shape", "dtype", "shape", "strides", "type", "block_type"):
+            if attr in ("load", "store", "block_shape", "dtype", "shape", "strides", "type", "block_type",
+                        "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"):
                 return getattr(obj, attr)
             if attr in ("gather", "scatter"):  # written in tl (language/descriptor_rows.py)
                 from tilejit.language import descriptor_rows

@@ -547,7 +547,8 @@ sin cos abs floor ceil erf cast store advance join softmax logical_and logical_o
 
 
 class tensor_descriptor:
-    """`tl.make_tensor_descriptor(...)`'s result: `.load(offsets)` / `.store(offsets, value)`."""
+    """`tl.make_tensor_descriptor(...)`'s result: `.load(offsets)`, `.store(offsets, value)` and the
+    reductions `.atomic_add/min/max/and/or/xor(offsets, value)`."""
 
     def __init__(self, handle, block_type_: block_type, shape, strides, base=None):
         self.handle = handle
@@ -566,6 +567,30 @@ class tensor_descriptor:
     @builtin
     def store(self, offsets, value, _semantic=None):
         return _semantic.descriptor_store(self, value, offsets)
+
+    @builtin
+    def atomic_add(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("add", self, value, offsets)
+
+    @builtin
+    def atomic_min(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("min", self, value, offsets)
+
+    @builtin
+    def atomic_max(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("max", self, value, offsets)
+
+    @builtin
+    def atomic_and(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("and", self, value, offsets)
+
+    @builtin
+    def atomic_or(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("or", self, value, offsets)
+
+    @builtin
+    def atomic_xor(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic("xor", self, value, offsets)
 
 
 def _flatten_values(values) -> List:

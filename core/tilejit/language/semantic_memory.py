@@ -437,6 +437,45 @@ class MemorySemanticMixin:
         self.builder.create("tt.descriptor_store", [desc.handle, value.handle] + [o.handle for o in offs], [])
         return None
 
+    # Triton's dtype sets for descriptor reductions (TMA `cp.reduce.async.bulk.tensor` on sm_90)
+    _DESCRIPTOR_ATOMIC_DTYPES = {
+        "add": ("uint32", "int32", "uint64", "fp32", "fp16", "bf16"),
+        "min": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+        "max": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+        "and": ("uint32", "int32", "uint64", "int64"), "or": ("uint32", "int32", "uint64", "int64"),
+        "xor": ("uint32", "int32", "uint64", "int64"),
+    }
+
+    def descriptor_atomic(self, op: str, desc, value, offsets):
+        """`desc.atomic_<op>(offsets, value)`: each element of the block at `offsets` combined into
+        memory atomically (relaxed, GPU scope, no result: Triton's descriptor reductions); elements
+        outside the tensor's shape are skipped, as a descriptor store skips them. Built from the
+        descriptor's base, shape and strides as `tl.atomic_<op>` on a block of pointers, so every
+        backend runs it (and the interpreter's sanitizer sees each element)."""
+        if not isinstance(desc, tl.tensor_descriptor) or desc.base is None:
+            raise ValueError(f"descriptor atomic_{op}: the first argument must be a tensor descriptor")
+        if desc.dtype.name not in self._DESCRIPTOR_ATOMIC_DTYPES[op]:
+            raise ValueError(f"descriptor atomic_{op}: unsupported element type {desc.dtype} (Triton's: "
+                             f"{', '.join(self._DESCRIPTOR_ATOMIC_DTYPES[op])})")
+        block = list(desc.block_type.shape)
+        offs = self._int_list(offsets, tl.int32, "descriptor offsets")
+        if len(offs) != len(block):
+            raise ValueError(f"descriptor atomic_{op}: expected {len(block)} offsets, got {len(offs)}")
+        ptr, mask = desc.base, None
+        for d, size in enumerate(block):
+            index = self.add(self.arange(0, size), offs[d])
+            for axis in range(len(block)):
+                if axis != d:
+                    index = self.expand_dims(index, axis)
+            ptr = self.add(ptr, self.mul(index, desc.strides[d]))
+            inside = self.logical_and(self.greater_equal(index, 0), self.less_than(index, desc.shape[d]))
+            mask = inside if mask is None else self.logical_and(mask, inside)
+        ptr = self.broadcast_to(ptr, block)
+        mask = self.broadcast_to(mask, block)
+        value = self.broadcast_to(self.cast(self.to_tensor(value), desc.dtype), block)
+        self.atomic_rmw(op, ptr, value, mask, "relaxed", "gpu")
+        return None
+
     # -- dot -------------------------------------------------------------------------------------------
     def dot(self, a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
             out_dtype=tl.float32) -> tl.tensor:
