@@ -315,3 +315,21 @@ def test_bitonic_merge_sorts_a_bitonic_sequence(device, descending):
     _bitonic_merge_kernel[(1,)](device.tensor(x), out, DESC=descending, M=4, N=16)
     expected = np.sort(x, axis=1)
     np.testing.assert_array_equal(device.numpy(out), expected[:, ::-1] if descending else expected)
+
+
+@tilejit.jit
+def _chained_sums_5d(x_ptr, out_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr,
+                     D4: tl.constexpr):
+    vals = tl.load(x_ptr + tl.arange(0, D0 * D1 * D2 * D3 * D4).reshape(D0, D1, D2, D3, D4))
+    vals = tl.permute(vals, [4, 0, 1, 3, 2])
+    r = tl.sum(tl.sum(tl.sum(vals, 0), 2), 0)
+    tl.store(out_ptr + tl.arange(0, r.shape[0] * r.shape[1]).reshape(r.shape), r)
+
+
+def test_chained_reductions_of_a_permuted_5d_block(device):
+    """Each reduction over the previous one's result (Triton's test_chained_reductions)."""
+    shape = (8, 2, 32, 4, 16)
+    x = np.random.default_rng(3).integers(0, 1000, shape).astype(np.int32)
+    out = device.zeros((2, 32), np.int32)
+    _chained_sums_5d[(1,)](device.tensor(x), out, *shape)
+    np.testing.assert_array_equal(device.numpy(out), np.transpose(x, (4, 0, 1, 3, 2)).sum(0).sum(2).sum(0))

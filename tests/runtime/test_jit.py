@@ -3,6 +3,7 @@ import pytest
 
 import fakes
 from tilejit.runtime.jit import JITFunction, jit
+import tilejit.language as tl
 
 SCALE = None  # replaced by a constexpr in test_cache_key_covers_global_constexpr
 
@@ -274,3 +275,25 @@ def test_target_selection_is_memoised_but_sees_scoped_targets(fake, monkeypatch)
         kernel = add_kernel[(1,)](x, x, x, 4, BLOCK=16)
     assert str(kernel.target) == "fake:other" and len(calls) == 1  # the scoped target wins outright
     assert set(map(str, add_kernel.cache)) == {"fake", "fake:other"}
+
+
+def _specialization_name(spec):
+    ones = "_".join(k for k, v in spec.constants.items() if isinstance(k, str) and v == 1)
+    return f"kernel_{spec.signature['value']}_{ones}"
+
+
+@jit(repr=_specialization_name)
+def _named_by_repr(value, is_one, x_ptr):
+    tl.store(x_ptr, value + is_one)
+
+
+@pytest.mark.parametrize("value,type_string", [(-1, "i32"), (2**31, "i64"), (-2**63, "i64"), (2**63, "u64")])
+def test_repr_names_each_specialization_as_triton(value, type_string):
+    """`@jit(repr=fn)`: the compiled kernel's name comes from fn(specialization) (Triton's
+    test_value_specialization); the launch still finds the kernel's own symbol."""
+    x = np.zeros(1, np.int64 if type_string != "i32" else np.int32)
+    h = _named_by_repr.warmup(value, 1, x, grid=(1,))
+    assert h.name == f"kernel_{type_string}_is_one"
+    if type_string != "u64":
+        _named_by_repr[(1,)](value, 1, x)
+        assert x[0] == value + 1

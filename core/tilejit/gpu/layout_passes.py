@@ -444,6 +444,11 @@ class _AssignLayouts(_Layouts):
         if name == "tt.scan":
             return res_enc
         if name == "tt.reduce":
+            # The lowering reads the result in the operands' layout sliced along the axis: when the
+            # backward walk fixed the result's slice before the operand (chained reductions decide
+            # from the last one back), the operands are converted to that slice's parent.
+            if isinstance(res_enc, SliceEncoding) and res_enc.dim == op.attrs["axis"]:
+                return res_enc.parent
             return self.decide(op.operands[0]) if idx else None
         if name in _ACCESS_OPS:
             return op.operands[0].type.encoding if idx else None

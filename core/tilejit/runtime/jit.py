@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import inspect
 import threading
+import types
 import weakref
 
 from tilejit import compiler
@@ -758,6 +759,8 @@ class JITFunction(KernelInterface):
             kernel = compiler.compile(src, target=target, options=compile_options)
             if self.launch_metadata is not None or kernel.jit_function is None:
                 kernel.jit_function = self
+            if self.repr is not None:
+                kernel.name = self._repr_name(src)
             entry = (kernel, picker)
             with self._compile_lock:
                 self.cache.setdefault(target, {})[key] = entry
@@ -766,6 +769,18 @@ class JITFunction(KernelInterface):
             with self._compile_lock:
                 self._compiling.pop(key, None)
             pending.set()
+
+    def _repr_name(self, src) -> str:
+        """`@jit(repr=fn)`: the name `fn(specialization)` gives the compiled kernel (`CompiledKernel.name`,
+        what profilers and `h.name` show), as Triton; `specialization` has `.signature` ({name: type
+        string}) and `.constants` ({name: value} of constexprs and of integers specialized to 1). The
+        symbol in the binary keeps the function's own name."""
+        spec = types.SimpleNamespace(signature=dict(src.signature), constants=dict(src.constexprs),
+                                     attrs=dict(src.attrs))
+        name = self.repr(spec)
+        if not isinstance(name, str):
+            raise TypeError(f"kernel '{self.__name__}': repr= must return a str, got {type(name).__name__}")
+        return name
 
     def warmup(self, *args, grid=None, target=None, **kwargs):
         """Compile for these arguments without launching; returns the CompiledKernel. Arguments may be

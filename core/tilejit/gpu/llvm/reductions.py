@@ -72,10 +72,16 @@ def lower_reduce(self, op):
     for b in list(layout.registers) + list(layout.lanes) + list(layout.warps):
         if b[axis] and any(v for d, v in enumerate(b) if d != axis):
             raise CompilationError.at(op.loc, "reduction over a layout that mixes dimensions is not supported")
-    # 1. in-thread: registers whose offsets agree off the axis share an accumulator.
+    # 1. in-thread: registers whose offsets agree off the axis share an accumulator. A layout may
+    # hold an element in several registers (a zero register basis: the slice layout of an earlier
+    # reduction can be replicated so): each element is combined once.
     groups = {}
     order = []
+    seen = set()
     for r, off in enumerate(layout.register_offsets()):
+        if tuple(off) in seen:
+            continue
+        seen.add(tuple(off))
         key = tuple(v for d, v in enumerate(off) if d != axis)
         vals = [inp[r] for inp in inputs]
         if key not in groups:
@@ -95,8 +101,8 @@ def lower_reduce(self, op):
     results = op.results
     if isinstance(results[0].type, ir.TensorType):
         out_layout = self.layout(results[0].type)
-        expect = {tuple(off) for off in out_layout.register_offsets()}
-        if len(order) != out_layout.num_registers or set(order) != expect:
+        expect = {tuple(off) for off in out_layout.register_offsets()}   # replicated registers: once
+        if set(order) != expect:
             raise CompilationError.at(op.loc, "internal: reduction result registers do not match the slice layout")
         pos = {key: i for i, key in enumerate(order)}
         for j, r in enumerate(results):
