@@ -97,16 +97,22 @@ def test_int8_dot_matches_torch_exactly(BM, BN, BK, warps):
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-@pytest.mark.parametrize("BM,BN,BK,warps", SHAPES)
-def test_fp8_dot_matches_torch(dtype, BM, BN, BK, warps):
+@pytest.mark.parametrize("BM,BN,BK,warps", SHAPES + [(128, 128, 128, 8), (64, 64, 128, 4)])
+@pytest.mark.parametrize("b_t", [False, True])
+def test_fp8_dot_matches_torch(dtype, BM, BN, BK, warps, b_t):
     fp8 = getattr(torch, dtype)
     torch.manual_seed(3)
     M, N, K = 2 * BM, 2 * BN, 3 * BK + 16
     a = (torch.randn(M, K, device="cuda") * 4).to(fp8)
-    b = (torch.randn(K, N, device="cuda") * 4).to(fp8)
+    b = (torch.randn(N, K, device="cuda") * 4).to(fp8).t() if b_t else (torch.randn(K, N, device="cuda") * 4).to(fp8)
     a[0, 0] = 2.0 ** -9 if dtype == "float8_e4m3fn" else 2.0 ** -16   # a subnormal
     c, ptx = _run(a, b, torch.float32, None, BM, BN, BK, warps)
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    if b_t and BK == 128 and torch.cuda.get_device_capability()[0] == 9:
+        # both tiles K-major, 128 bytes of K a row: the pipelined wgmma .e4m3 / .e5m2
+        kind = "e4m3" if dtype == "float8_e4m3fn" else "e5m2"
+        assert f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.{kind}.{kind}" in ptx
+    else:
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
     ref = a.double() @ b.double()
     torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-3)
 

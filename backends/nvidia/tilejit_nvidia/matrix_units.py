@@ -105,8 +105,12 @@ class Wgmma(MatrixUnit):
         # for that arrangement too, so P stays in registers between the two dots.
         if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps):
             return None
-        if kind in ("fp8", "tf32") and not (_loaded_k_major(dot.op, "a", 1) and _loaded_k_major(dot.op, "b", 0)):
-            return None
+        if kind in ("fp8", "tf32"):
+            # Both tiles K-major, each row of K whole 128-byte swizzle slabs (the pipeline's wgmma
+            # tile); otherwise the well-trodden mma.sync layout rather than version 3 without wgmma.
+            k_bytes = dot.shape[2] * (1 if kind == "fp8" else 4)
+            if k_bytes % 128 or not (_loaded_k_major(dot.op, "a", 1) and _loaded_k_major(dot.op, "b", 0)):
+                return None
         return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
 
     @staticmethod
