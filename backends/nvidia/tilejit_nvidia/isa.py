@@ -253,6 +253,14 @@ class NvidiaISA(TargetDescription):
             module, llir.FunctionType(I32, [generic, generic]), "vprintf")
         builder.call(vprintf, [fmt_ptr, buffer])
 
+    def encode_float(self, builder, value, name: str, rounding: str):
+        """bf16 to nearest even on sm_80+: `cvt.rn.bf16.f32`, one instruction (the portable integer
+        rounding is seven), as Triton rounds. A NaN becomes the canonical bf16 NaN (0x7FFF)."""
+        if name == "bf16" and rounding == "rtne" and self.arch >= 80 and str(value.type) == "float":
+            fnty = llir.FunctionType(llir.IntType(16), [F32])
+            return builder.asm(fnty, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [value], side_effect=False)
+        return None
+
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, object]]:
         suffix = type_suffix(type_)
         if suffix == "f32" and op_name in _TRITON_FAST_F32:

@@ -236,5 +236,12 @@ class TargetDescription(abc.ABC):
         (built from other math ops) must be used. `arith.divf` is asked too: None keeps LLVM's
         IEEE `fdiv`."""
 
+    def encode_float(self, builder: llir.IRBuilder, value, name: str, rounding: str):
+        """The f32 `value` as the storage bits (an integer) of format `name` ("bf16", an fp8 name),
+        rounded by `rounding` ("rtne" or "rtz"), by the target's own conversion instruction; None
+        keeps the portable integer rounding of `llvm/float_formats.py` (same values; a NaN may come
+        out as another NaN code)."""
+        return None
+
     def describe(self) -> str:
         return f"{type(self).__name__}({self.arch})"
