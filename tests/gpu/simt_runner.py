@@ -37,6 +37,13 @@ def _shuffle(kind, value, b):
     return out
 
 
+def _f32_to_bf16(x):
+    bits = int(np.array(x, np.float32).view(np.uint32))
+    if x != x:
+        return 0x7FFF
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
 def _install():
     if _callbacks:
         return
@@ -54,6 +61,9 @@ def _install():
         "sim_barrier": ctypes.CFUNCTYPE(None)(lambda: _state["barrier"].wait()),
         "sim_barrier_i": ctypes.CFUNCTYPE(None, ctypes.c_int32)(lambda _: _state["barrier"].wait()),
     })
+    # f32 -> bf16 to nearest even (NaN: the canonical 0x7FFF, as cvt.rn.bf16.f32), for the NVIDIA
+    # lowering's `fptrunc float to bfloat` (the host has no bf16 conversion of its own to call)
+    _callbacks["sim_f32_to_bf16"] = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_float)(_f32_to_bf16)
     for kind in ("idx", "bfly", "down", "up"):
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
@@ -82,6 +92,10 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
                 f'@"global_smem" = global [{shared_bytes} x i8] zeroinitializer', ir)
     for nvvm, host in _RENAME.items():
         ir = ir.replace(f'@"{nvvm}"', f'@"{host}"').replace(f"@{nvvm}(", f'@"{host}"(')
+    ir = re.sub(r"fptrunc float (\S+) to bfloat", r'call i16 @"sim_f32_to_bf16"(float \1)', ir)
+    ir = re.sub(r"bitcast bfloat (\S+) to i16", r"bitcast i16 \1 to i16", ir)
+    if "sim_f32_to_bf16" in ir:
+        ir += '\ndeclare i16 @"sim_f32_to_bf16"(float)\n'
     return re.sub(r'syncscope\("[a-z]+"\) ', "", ir)
 
 

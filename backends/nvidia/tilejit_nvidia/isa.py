@@ -57,6 +57,16 @@ _TRITON_FAST_F32 = {
 }
 
 
+class _BFloatType(llir.Type):
+    """LLVM's `bfloat` (llvmlite has no class for it): only the operand of an fptrunc and a bitcast."""
+
+    def _to_string(self):
+        return "bfloat"
+
+
+_BFLOAT = _BFloatType()
+
+
 def _max_shared_bytes(arch: int) -> int:
     """Shared memory one SM offers to its CTAs (CUDA's per-SM opt-in maxima)."""
     if arch >= 90:
@@ -254,11 +264,11 @@ class NvidiaISA(TargetDescription):
         builder.call(vprintf, [fmt_ptr, buffer])
 
     def encode_float(self, builder, value, name: str, rounding: str):
-        """bf16 to nearest even on sm_80+: `cvt.rn.bf16.f32`, one instruction (the portable integer
-        rounding is seven), as Triton rounds. A NaN becomes the canonical bf16 NaN (0x7FFF)."""
+        """bf16 to nearest even on sm_80+: LLVM's `fptrunc` to bfloat, which NVPTX emits as
+        `cvt.rn.bf16.f32` (one instruction; the portable integer rounding is seven), as Triton rounds.
+        A NaN becomes the canonical bf16 NaN (0x7FFF)."""
         if name == "bf16" and rounding == "rtne" and self.arch >= 80 and str(value.type) == "float":
-            fnty = llir.FunctionType(llir.IntType(16), [F32])
-            return builder.asm(fnty, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [value], side_effect=False)
+            return builder.bitcast(builder.fptrunc(value, _BFLOAT), llir.IntType(16))
         return None
 
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, object]]:
