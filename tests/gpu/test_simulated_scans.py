@@ -79,3 +79,30 @@ def test_bf16_scans_stay_bf16(reverse):
         ref_s, ref_p = ref_s[:, ::-1], ref_p[:, ::-1]
     np.testing.assert_array_equal(s, ref_s)
     np.testing.assert_array_equal(p, ref_p)
+
+
+@tilejit.jit
+def _sums_and_maxes(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    s = tl.sum(x, axis=AXIS)
+    mx = tl.max(x, axis=AXIS)
+    K: tl.constexpr = N if AXIS == 0 else M
+    tl.store(out_ptr + tl.arange(0, K), s)
+    tl.store(out_ptr + K + tl.arange(0, K), mx)
+
+
+@pytest.mark.parametrize("shape, axis, num_warps", [
+    ((1, 4096), 1, 16),   # a whole row over 16 warps: partials read one per lane, shuffled
+    ((4, 256), 1, 8),     # rows over 8 warps, lanes along the row
+    ((64, 8), 0, 8),      # down the columns: lanes along the axis too
+    ((256, 4), 0, 16),
+    ((4, 64), 0, 4)])     # warps along the axis, fewer lanes than warps there: partials read per warp
+def test_reductions_across_warps(shape, axis, num_warps):
+    x = RNG.integers(-1000, 1000, shape).astype(np.int32)   # integer sums: exact in any order
+    kernel = _sums_and_maxes.warmup("*i32", "*i32", M=shape[0], N=shape[1], AXIS=axis, num_warps=num_warps,
+                                    grid=(1,), target="cuda:90")
+    k = shape[1 - axis]
+    out = np.zeros(2 * k, np.int32)
+    run(kernel.asm["llir"], [x, out], num_warps)
+    np.testing.assert_array_equal(out[:k], x.sum(axis))
+    np.testing.assert_array_equal(out[k:], x.max(axis))
