@@ -102,3 +102,30 @@ def test_stored_value_converts_once_before_its_store():
     assert len(converts) == 1, ttgir
     assert re.search(rf"tt\.store %\w+, {converts[0]}, ", ttgir)
     assert len(re.findall(r"st\.global\.v4\.b32", kernel.asm["ptx"])) == 4096 // 128 // 4 + 4096 // 128 // 8
+
+
+@tilejit.jit
+def _rope_like(q_ptr, k_ptr, cos_ptr, H_Q: tl.constexpr, H_K: tl.constexpr, D: tl.constexpr,
+               OVERWRITE_COS: tl.constexpr):
+    """Liger's RoPE: one row of cos (D/2 values) scales a q tile and a k tile of other shapes."""
+    half = tl.arange(0, D // 2)
+    cos = tl.load(cos_ptr + half)
+    if OVERWRITE_COS:   # a write between the load and its uses: reading cos again would see it
+        tl.store(cos_ptr + half, cos * 2)
+    q_offs = tl.arange(0, H_Q)[:, None] * D + half[None, :]
+    k_offs = tl.arange(0, H_K)[:, None] * D + half[None, :]
+    tl.store(q_ptr + q_offs, tl.load(q_ptr + q_offs) * cos[None, :])
+    tl.store(k_ptr + k_offs, tl.load(k_ptr + k_offs) * cos[None, :])
+
+
+def test_small_loads_are_read_again_in_each_users_layout():
+    """As Triton: a load with fewer elements than the CTA has threads, used in two layouts (the q and
+    the k tile), is issued once per layout instead of converted through shared memory (Liger's RoPE:
+    four conversions, 12 bar.sync); with a store in between, it is converted."""
+    def compile_(overwrite):
+        return _rope_like.warmup("*bf16", "*bf16", "*bf16", H_Q=32, H_K=8, D=128, OVERWRITE_COS=overwrite,
+                                 num_warps=4, grid=(1,), target="cuda:90").asm
+    asm = compile_(False)
+    assert "ttg.convert_layout" not in asm["ttgir"]
+    assert "bar.sync" not in asm["ptx"]
+    assert "ttg.convert_layout" in compile_(True)["ttgir"]
