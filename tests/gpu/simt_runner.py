@@ -44,6 +44,10 @@ def _f32_to_bf16(x):
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
+def _bf16_to_f32(code):
+    return np.array(code << 16, np.uint32).view(np.float32)
+
+
 def _install():
     if _callbacks:
         return
@@ -64,6 +68,12 @@ def _install():
     # f32 -> bf16 to nearest even (NaN: the canonical 0x7FFF, as cvt.rn.bf16.f32), for the NVIDIA
     # lowering's `fptrunc float to bfloat` (the host has no bf16 conversion of its own to call)
     _callbacks["sim_f32_to_bf16"] = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_float)(_f32_to_bf16)
+    # sm_90's bf16 add/sub/mul (LLVM bfloat ops; not fused here): in f32, then rounded to bf16, which
+    # is the bf16 operation's one rounding (f32 has more than 2 * 8 + 2 bits)
+    bf16_binary = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_uint16, ctypes.c_uint16)
+    for op, fn in (("fadd", np.add), ("fsub", np.subtract), ("fmul", np.multiply)):
+        _callbacks["sim_bf16_" + op] = bf16_binary(
+            lambda x, y, fn=fn: _f32_to_bf16(float(fn(_bf16_to_f32(x), _bf16_to_f32(y)))))
     for kind in ("idx", "bfly", "down", "up"):
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
@@ -94,8 +104,13 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
         ir = ir.replace(f'@"{nvvm}"', f'@"{host}"').replace(f"@{nvvm}(", f'@"{host}"(')
     ir = re.sub(r"fptrunc float (\S+) to bfloat", r'call i16 @"sim_f32_to_bf16"(float \1)', ir)
     ir = re.sub(r"bitcast bfloat (\S+) to i16", r"bitcast i16 \1 to i16", ir)
+    ir = re.sub(r"bitcast i16 (\S+) to bfloat", r"bitcast i16 \1 to i16", ir)
+    ir = re.sub(r"(fadd|fsub|fmul)( contract)? bfloat (\S+), (\S+)", r'call i16 @"sim_bf16_\1"(i16 \3, i16 \4)', ir)
     if "sim_f32_to_bf16" in ir:
         ir += '\ndeclare i16 @"sim_f32_to_bf16"(float)\n'
+    for op in ("fadd", "fsub", "fmul"):
+        if f"sim_bf16_{op}" in ir:
+            ir += f'\ndeclare i16 @"sim_bf16_{op}"(i16, i16)\n'
     return re.sub(r'syncscope\("[a-z]+"\) ', "", ir)
 
 

@@ -35,8 +35,8 @@ def _ptx(kernel, *args, target="cuda:90", **kwargs):
     return kernel.warmup(*args, grid=(1,), target=target, **kwargs).asm["ptx"]
 
 
-@pytest.mark.parametrize("target", ["cuda:90", "cuda:80"])
-@pytest.mark.parametrize("kernel", [_scale_to_bf16, _bf16_product])
+@pytest.mark.parametrize("kernel, target", [(_scale_to_bf16, "cuda:90"), (_scale_to_bf16, "cuda:80"),
+                                            (_bf16_product, "cuda:80")])   # sm_90: mul.bf16 itself
 def test_bf16_results_round_by_cvt(kernel, target):
     """f32 -> bf16 (a cast, or the rounding of bf16 arithmetic) is `cvt.rn.bf16x2.f32` per pair of
     elements, as in Triton, not the integer rounding (shift, add 0x7FFF + lsb, NaN test, select) of targets
@@ -129,3 +129,25 @@ def test_small_loads_are_read_again_in_each_users_layout():
     assert "ttg.convert_layout" not in asm["ttgir"]
     assert "bar.sync" not in asm["ptx"]
     assert "ttg.convert_layout" in compile_(True)["ttgir"]
+
+
+@tilejit.jit
+def _bf16_rotate(x_ptr, y_ptr, c_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    c, s = tl.load(c_ptr + offs), tl.load(s_ptr + offs)
+    tl.store(out_ptr + offs, x * c - y * s)   # bf16 throughout, as RoPE's tiles
+
+
+@pytest.mark.parametrize("target", ["cuda:90", "cuda:80"])
+def test_bf16_arithmetic_is_native_on_sm90(target):
+    """sm_90 has bf16 add/sub/mul: `x * c - y * s` on bf16 tensors is Triton's mul.rn.bf16 and
+    fma.rn.bf16 (in pairs on the SASS side), not a decode to f32, an f32 op and a rounding each;
+    sm_80 computes in f32 and rounds (test_bf16_results_round_by_cvt)."""
+    ptx = _ptx(_bf16_rotate, *["*bf16"] * 5, BLOCK=1024, num_warps=4, target=target)
+    if target == "cuda:90":
+        # Triton's PTX for RoPE: mul.bf16, fma.rn.bf16 (x * c - y * s: a negated product fused)
+        assert re.search(r"\bmul(\.rn)?\.bf16", ptx) and re.search(r"\bfma\.rn\.bf16", ptx)
+        assert not re.search(r"cvt\.\w+\.bf16", ptx) and "mul.rn.f32" not in ptx and "mul.f32" not in ptx
+    else:
+        assert not re.search(r"\bmul(\.rn)?\.bf16", ptx)

@@ -106,3 +106,30 @@ def test_reductions_across_warps(shape, axis, num_warps):
     run(kernel.asm["llir"], [x, out], num_warps)
     np.testing.assert_array_equal(out[:k], x.sum(axis))
     np.testing.assert_array_equal(out[k:], x.max(axis))
+
+
+def _bf16(x):
+    """float32 values rounded to bf16 (to nearest even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+
+@tilejit.jit
+def _bf16_mul_sub(x_ptr, y_ptr, c_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs).to(tl.bfloat16)
+    y = tl.load(y_ptr + offs).to(tl.bfloat16)
+    c = tl.load(c_ptr + offs).to(tl.bfloat16)
+    s = tl.load(s_ptr + offs).to(tl.bfloat16)
+    tl.store(out_ptr + offs, (x * c - y * s + x).to(tl.float32))
+
+
+def test_bf16_arithmetic_operands_in_order():
+    """bf16 mul/sub/add (sm_90's native ops in the IR) take their operands in order and round once each
+    (the host does not fuse them)."""
+    x, y, c, s = (_bf16(RNG.standard_normal(256).astype(np.float32)) for _ in range(4))
+    kernel = _bf16_mul_sub.warmup(*["*fp32"] * 5, BLOCK=256, num_warps=4, grid=(1,), target="cuda:90")
+    assert "fsub" in kernel.asm["llir"] and "bfloat" in kernel.asm["llir"]
+    out = np.zeros(256, np.float32)
+    run(kernel.asm["llir"], [x, y, c, s, out], 4)
+    np.testing.assert_array_equal(out, _bf16(_bf16(_bf16(x * c) - _bf16(y * s)) + x))

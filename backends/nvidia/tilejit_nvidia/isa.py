@@ -271,6 +271,17 @@ class NvidiaISA(TargetDescription):
             return builder.bitcast(builder.fptrunc(value, _BFLOAT), llir.IntType(16))
         return None
 
+    def storage_float_arith(self, builder, op_name: str, args, name: str, contract: bool):
+        """bf16 add/sub/mul on sm_90: LLVM's bfloat ops, `add.rn.bf16` / `sub.rn.bf16` / `mul.rn.bf16`
+        (packed in pairs, fused into `fma.rn.bf16` under fp_fusion), as Triton's bf16 arithmetic."""
+        if name != "bf16" or self.arch < 90:
+            return None
+        lhs, rhs = (builder.bitcast(a, _BFLOAT) for a in args)
+        out = {"arith.addf": builder.fadd, "arith.subf": builder.fsub, "arith.mulf": builder.fmul}[op_name](lhs, rhs)
+        if contract:
+            out.flags.append("contract")
+        return builder.bitcast(out, llir.IntType(16))
+
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, object]]:
         suffix = type_suffix(type_)
         if suffix == "f32" and op_name in _TRITON_FAST_F32:

@@ -243,5 +243,11 @@ class TargetDescription(abc.ABC):
         out as another NaN code)."""
         return None
 
+    def storage_float_arith(self, builder: llir.IRBuilder, op_name: str, args, name: str, contract: bool):
+        """`arith.addf` / `subf` / `mulf` of two values of storage format `name` (their bits, as
+        integers) by the target's own instruction, the result's bits; None computes in f32 and rounds
+        (`encode_float`). `contract`: the op may fuse with its neighbours (fp_fusion)."""
+        return None
+
     def describe(self) -> str:
         return f"{type(self).__name__}({self.arch})"

@@ -240,6 +240,13 @@ class ScalarLowering:
             pred = op.attrs["predicate"]
             ordered = pred.startswith("o") or pred == "ord"
             return (b.fcmp_ordered if ordered else b.fcmp_unordered)(_CMPF[pred], xs[0], xs[1])
+        if name in _CONTRACTABLE and is_storage_float(res_t):
+            # bf16 add/sub/mul where the target has them (sm_90's add/mul.rn.bf16): one rounding, as
+            # the f32 op then rounding to bf16 gives (24 >= 2 * 8 + 2 bits: no double rounding)
+            native = self.isa.storage_float_arith(b, name, list(args), ir.element_type(res_t).name,
+                                                  self.fp_fusion)
+            if native is not None:
+                return native
         xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
         if name == "arith.divf" and self.isa.math_symbol(name, xs[0].type) is not None:
             out = self.math(b, name, xs)   # the target's division (Triton's div.full.f32 on NVIDIA)
