@@ -151,3 +151,11 @@ def test_bf16_arithmetic_is_native_on_sm90(target):
         assert not re.search(r"cvt\.\w+\.bf16", ptx) and "mul.rn.f32" not in ptx and "mul.f32" not in ptx
     else:
         assert not re.search(r"\bmul(\.rn)?\.bf16", ptx)
+
+
+def test_masked_stores_are_predicated():
+    """As Triton: a masked store is `@%p st.global...` (a predicated instruction), not a branch around
+    an unpredicated store (a BSSY/BSYNC region in SASS, with the stored value's computation sunk in)."""
+    ptx = _ptx(_scale_to_bf16, "*fp32", "*bf16", 4096, BLOCK=1024, num_warps=4)
+    stores = re.findall(r"^\s*(@%p\d+ )?st\.global\.(\S+)", ptx, re.M)
+    assert stores and all(pred for pred, _ in stores), stores

@@ -199,6 +199,9 @@ class NvidiaISA(TargetDescription):
         if not memory_ptx.store(self, builder, value, ptr, cache, evict):
             super().global_store(builder, value, ptr, align)
 
+    def predicated_global_store(self, builder, value, ptr, align, pred, cache="none", evict="normal") -> bool:
+        return memory_ptx.store(self, builder, value, ptr, cache, evict, pred)
+
     def atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem):
         old = memory_ptx.atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem)
         return old if old is not None else super().atomic_rmw(builder, kind, ptr, value, sem, scope, elem)

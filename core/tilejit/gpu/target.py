@@ -186,6 +186,12 @@ class TargetDescription(abc.ABC):
         """Store `value` (a scalar or a vector) to `ptr`; `cache`: "none", "wb", "cg", "cs", "wt"."""
         builder.store(value, ptr, align=align)
 
+    def predicated_global_store(self, builder: llir.IRBuilder, value, ptr, align: int, pred, cache: str = "none",
+                                evict: str = "normal") -> bool:
+        """Store `value` to `ptr` where the i1 `pred` holds, by a predicated store instruction; False
+        when the target has none (the lowering branches around `global_store` then)."""
+        return False
+
     def atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, value, sem: str, scope: str, elem: str):
         """`*ptr = kind(*ptr, value)` atomically; returns the old value. `kind` is LLVM's atomicrmw
         name (add, fadd, max, umax, min, umin, and, or, xor, xchg), `elem` the IR element type
