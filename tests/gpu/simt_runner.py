@@ -5,7 +5,8 @@ The IR is retargeted to the host: address spaces are dropped, the shared scratch
 global, and the NVVM intrinsics the core lowering uses (thread and block ids, the CTA barrier, warp
 shuffles) become calls back into Python, where barriers are `threading.Barrier`s and a shuffle is an
 exchange through a list. One CTA runs at a time. Inline PTX (atomics, cp.async, mma) and libdevice
-calls cannot run here: kernels using them are out of scope.
+calls cannot run here: kernels using them are out of scope, except the masked stores (`@p st.global`),
+which become calls back into Python.
 
 It found the layout bug of Triton's test_scan2d cummax cases and the scratch overlap of argmax over
 fp64 exactly as the H100 showed them (same mismatch counts).
@@ -37,6 +38,27 @@ def _shuffle(kind, value, b):
     return out
 
 
+def _f32_to_bf16(x):
+    bits = int(np.array(x, np.float32).view(np.uint32))
+    if x != x:
+        return 0x7FFF
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _bf16_to_f32(code):
+    return np.array(code << 16, np.uint32).view(np.float32)
+
+
+def _predicated_store(ptr, words, pred, bits):
+    if pred & 1:
+        data = np.array(words, {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[bits])
+        ctypes.memmove(ptr, data.ctypes.data, data.nbytes)
+
+
+_PREDICATED_STORE = re.compile(
+    r'call void asm sideeffect "@\$\d+ st\.global(?:\.v(\d))?\.b(\d+) \[\$0\], [^"]*", "[^"]*"\(([^\n]*)\)')
+
+
 def _install():
     if _callbacks:
         return
@@ -54,6 +76,22 @@ def _install():
         "sim_barrier": ctypes.CFUNCTYPE(None)(lambda: _state["barrier"].wait()),
         "sim_barrier_i": ctypes.CFUNCTYPE(None, ctypes.c_int32)(lambda _: _state["barrier"].wait()),
     })
+    # f32 -> bf16 to nearest even (NaN: the canonical 0x7FFF, as cvt.rn.bf16.f32), for the NVIDIA
+    # lowering's `fptrunc float to bfloat` (the host has no bf16 conversion of its own to call)
+    _callbacks["sim_f32_to_bf16"] = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_float)(_f32_to_bf16)
+    # sm_90's bf16 add/sub/mul (LLVM bfloat ops; not fused here): in f32, then rounded to bf16, which
+    # is the bf16 operation's one rounding (f32 has more than 2 * 8 + 2 bits)
+    bf16_binary = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_uint16, ctypes.c_uint16)
+    for op, fn in (("fadd", np.add), ("fsub", np.subtract), ("fmul", np.multiply)):
+        _callbacks["sim_bf16_" + op] = bf16_binary(
+            lambda x, y, fn=fn: _f32_to_bf16(float(fn(_bf16_to_f32(x), _bf16_to_f32(y)))))
+    # the NVIDIA lowering's masked stores, `@p st.global[.vN].bW` (inline PTX): stored where p holds
+    for bits in (8, 16, 32, 64):
+        for count in (1, 2, 4):
+            word = {8: ctypes.c_uint16, 16: ctypes.c_uint16, 32: ctypes.c_uint32, 64: ctypes.c_uint64}[bits]
+            _callbacks[f"sim_pstore_{bits}_{count}"] = ctypes.CFUNCTYPE(
+                None, ctypes.c_void_p, *[word] * count, ctypes.c_uint8)(
+                lambda ptr, *rest, bits=bits: _predicated_store(ptr, rest[:-1], rest[-1], bits))
     for kind in ("idx", "bfly", "down", "up"):
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
@@ -72,6 +110,16 @@ _RENAME = {
 
 def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
     """The NVPTX module `ir` rewritten for the host (see the module docstring)."""
+    used = set()
+
+    def predicated_store(m):
+        used.add(f"sim_pstore_{m.group(2)}_{m.group(1) or 1}")
+        return f'call void @"sim_pstore_{m.group(2)}_{m.group(1) or 1}"({m.group(3)})'
+    ir = _PREDICATED_STORE.sub(predicated_store, ir)
+    for name in sorted(used):
+        bits, count = (int(x) for x in name.split("_")[2:])
+        word = "i16" if bits == 8 else f"i{bits}"
+        ir += f'\ndeclare void @"{name}"(ptr addrspace(1), {", ".join([word] * count)}, i1 zeroext)\n'
     if re.search(r"\bcall\b[^\n]*\basm\b", ir) or "@__nv_" in ir:
         raise NotImplementedError("inline PTX or libdevice calls cannot run on the host")
     ir = re.sub(r"target (triple|datalayout) = .*\n", "", ir)
@@ -82,6 +130,15 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
                 f'@"global_smem" = global [{shared_bytes} x i8] zeroinitializer', ir)
     for nvvm, host in _RENAME.items():
         ir = ir.replace(f'@"{nvvm}"', f'@"{host}"').replace(f"@{nvvm}(", f'@"{host}"(')
+    ir = re.sub(r"fptrunc float (\S+) to bfloat", r'call i16 @"sim_f32_to_bf16"(float \1)', ir)
+    ir = re.sub(r"bitcast bfloat (\S+) to i16", r"bitcast i16 \1 to i16", ir)
+    ir = re.sub(r"bitcast i16 (\S+) to bfloat", r"bitcast i16 \1 to i16", ir)
+    ir = re.sub(r"(fadd|fsub|fmul)( contract)? bfloat (\S+), (\S+)", r'call i16 @"sim_bf16_\1"(i16 \3, i16 \4)', ir)
+    if "sim_f32_to_bf16" in ir:
+        ir += '\ndeclare i16 @"sim_f32_to_bf16"(float)\n'
+    for op in ("fadd", "fsub", "fmul"):
+        if f"sim_bf16_{op}" in ir:
+            ir += f'\ndeclare i16 @"sim_bf16_{op}"(i16, i16)\n'
     return re.sub(r'syncscope\("[a-z]+"\) ', "", ir)
 
 

@@ -104,3 +104,57 @@ def test_chained_reductions_convert_to_the_slice_the_next_one_wants(shape, perm,
     kernel = _chained_sums.warmup(x, out, *shape, *perm, *dims, grid=(1,), target="cuda:90", num_warps=4)
     run(kernel.asm["llir"], [x, out], 4)
     np.testing.assert_array_equal(out, expected)
+
+
+@tilejit.jit
+def _sums_and_maxes(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    s = tl.sum(x, axis=AXIS)
+    mx = tl.max(x, axis=AXIS)
+    K: tl.constexpr = N if AXIS == 0 else M
+    tl.store(out_ptr + tl.arange(0, K), s)
+    tl.store(out_ptr + K + tl.arange(0, K), mx)
+
+
+@pytest.mark.parametrize("shape, axis, num_warps", [
+    ((1, 4096), 1, 16),   # a whole row over 16 warps: partials read one per lane, shuffled
+    ((4, 256), 1, 8),     # rows over 8 warps, lanes along the row
+    ((64, 8), 0, 8),      # down the columns: lanes along the axis too
+    ((256, 4), 0, 16),
+    ((4, 64), 0, 4)])     # warps along the axis, fewer lanes than warps there: partials read per warp
+def test_reductions_across_warps(shape, axis, num_warps):
+    x = RNG.integers(-1000, 1000, shape).astype(np.int32)   # integer sums: exact in any order
+    kernel = _sums_and_maxes.warmup("*i32", "*i32", M=shape[0], N=shape[1], AXIS=axis, num_warps=num_warps,
+                                    grid=(1,), target="cuda:90")
+    k = shape[1 - axis]
+    out = np.zeros(2 * k, np.int32)
+    run(kernel.asm["llir"], [x, out], num_warps)
+    np.testing.assert_array_equal(out[:k], x.sum(axis))
+    np.testing.assert_array_equal(out[k:], x.max(axis))
+
+
+def _bf16(x):
+    """float32 values rounded to bf16 (to nearest even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+
+@tilejit.jit
+def _bf16_mul_sub(x_ptr, y_ptr, c_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs).to(tl.bfloat16)
+    y = tl.load(y_ptr + offs).to(tl.bfloat16)
+    c = tl.load(c_ptr + offs).to(tl.bfloat16)
+    s = tl.load(s_ptr + offs).to(tl.bfloat16)
+    tl.store(out_ptr + offs, (x * c - y * s + x).to(tl.float32))
+
+
+def test_bf16_arithmetic_operands_in_order():
+    """bf16 mul/sub/add (sm_90's native ops in the IR) take their operands in order and round once each
+    (the host does not fuse them)."""
+    x, y, c, s = (_bf16(RNG.standard_normal(256).astype(np.float32)) for _ in range(4))
+    kernel = _bf16_mul_sub.warmup(*["*fp32"] * 5, BLOCK=256, num_warps=4, grid=(1,), target="cuda:90")
+    assert "fsub" in kernel.asm["llir"] and "bfloat" in kernel.asm["llir"]
+    out = np.zeros(256, np.float32)
+    run(kernel.asm["llir"], [x, y, c, s, out], 4)
+    np.testing.assert_array_equal(out, _bf16(_bf16(_bf16(x * c) - _bf16(y * s)) + x))

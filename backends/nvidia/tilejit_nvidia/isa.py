@@ -57,6 +57,16 @@ _TRITON_FAST_F32 = {
 }
 
 
+class _BFloatType(llir.Type):
+    """LLVM's `bfloat` (llvmlite has no class for it): only the operand of an fptrunc and a bitcast."""
+
+    def _to_string(self):
+        return "bfloat"
+
+
+_BFLOAT = _BFloatType()
+
+
 def _max_shared_bytes(arch: int) -> int:
     """Shared memory one SM offers to its CTAs (CUDA's per-SM opt-in maxima)."""
     if arch >= 90:
@@ -189,6 +199,9 @@ class NvidiaISA(TargetDescription):
         if not memory_ptx.store(self, builder, value, ptr, cache, evict):
             super().global_store(builder, value, ptr, align)
 
+    def predicated_global_store(self, builder, value, ptr, align, pred, cache="none", evict="normal") -> bool:
+        return memory_ptx.store(self, builder, value, ptr, cache, evict, pred)
+
     def atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem):
         old = memory_ptx.atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem)
         return old if old is not None else super().atomic_rmw(builder, kind, ptr, value, sem, scope, elem)
@@ -252,6 +265,25 @@ class NvidiaISA(TargetDescription):
         vprintf = module.globals.get("vprintf") or llir.Function(
             module, llir.FunctionType(I32, [generic, generic]), "vprintf")
         builder.call(vprintf, [fmt_ptr, buffer])
+
+    def encode_float(self, builder, value, name: str, rounding: str):
+        """bf16 to nearest even on sm_80+: LLVM's `fptrunc` to bfloat, which NVPTX emits as
+        `cvt.rn.bf16.f32` (one instruction; the portable integer rounding is seven), as Triton rounds.
+        A NaN becomes the canonical bf16 NaN (0x7FFF)."""
+        if name == "bf16" and rounding == "rtne" and self.arch >= 80 and str(value.type) == "float":
+            return builder.bitcast(builder.fptrunc(value, _BFLOAT), llir.IntType(16))
+        return None
+
+    def storage_float_arith(self, builder, op_name: str, args, name: str, contract: bool):
+        """bf16 add/sub/mul on sm_90: LLVM's bfloat ops, `add.rn.bf16` / `sub.rn.bf16` / `mul.rn.bf16`
+        (packed in pairs, fused into `fma.rn.bf16` under fp_fusion), as Triton's bf16 arithmetic."""
+        if name != "bf16" or self.arch < 90:
+            return None
+        lhs, rhs = (builder.bitcast(a, _BFLOAT) for a in args)
+        out = {"arith.addf": builder.fadd, "arith.subf": builder.fsub, "arith.mulf": builder.fmul}[op_name](lhs, rhs)
+        if contract:
+            out.flags.append("contract")
+        return builder.bitcast(out, llir.IntType(16))
 
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, object]]:
         suffix = type_suffix(type_)

@@ -121,20 +121,27 @@ def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
     return _from_words(builder, words, ty, word_bits)
 
 
-def store(isa, builder, value, ptr, cache: str, evict: str) -> bool:
-    """The store as inline PTX; False where it has no qualifier (a plain LLVM store then)."""
+def store(isa, builder, value, ptr, cache: str, evict: str, pred=None) -> bool:
+    """The store as inline PTX; False where it has no qualifier and no predicate (a plain LLVM store
+    then). `pred` (i1): the store happens where it holds, `@p st.global...` as Triton's masked store,
+    instead of a branch around it (a BSSY/BSYNC region in SASS, the value's computation sunk in it)."""
     evict = _eviction(isa.arch, evict) if evict in _EVICT else evict
-    if cache not in _STORE_CACHE and evict not in _EVICT or not _is_number(value.type):
+    if cache not in _STORE_CACHE and evict not in _EVICT and pred is None or not _is_number(value.type):
         return False
     word_bits, count = _words(value.type)
     if cache in _STORE_CACHE:
         head, quals, policy = "", f"st.global.{cache}", ""
-    else:
+    elif evict in _EVICT:
         head, quals, policy = _with_policy(isa.arch, evict, "st.global")
+    else:
+        head, quals, policy = "", "st.global", ""
     vec = f".v{count}" if count > 1 else ""
-    text = f"{head}{quals}{vec}.b{word_bits} [$0], {_operands(1, count)}{policy};" + ("\n\t}" if head else "")
-    constraints = ",".join(["l"] + [_REGISTER[word_bits]] * count + ["~{memory}"])
-    _asm(builder, llir.VoidType(), text, constraints, [ptr] + _to_words(builder, value, word_bits, count))
+    guard = f"@${count + 1} " if pred is not None else ""
+    text = f"{head}{guard}{quals}{vec}.b{word_bits} [$0], {_operands(1, count)}{policy};" + ("\n\t}" if head else "")
+    constraints = ",".join(["l"] + [_REGISTER[word_bits]] * count + (["b"] if pred is not None else [])
+                           + ["~{memory}"])
+    _asm(builder, llir.VoidType(), text, constraints,
+         [ptr] + _to_words(builder, value, word_bits, count) + ([pred] if pred is not None else []))
     return True
 
 

@@ -99,6 +99,8 @@ def strip_hints(func: ir.Operation) -> None:
             del op.attrs[key]
 
 
+_NEUTRAL = "neutral"   # `_source_layout`: built from constants only, free in any layout
+
 # Ops whose operands after the pointer (values, masks) take the pointer's layout.
 _ACCESS_OPS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_load", "tt.atomic_store")
 
@@ -390,8 +392,12 @@ class _AssignLayouts(_Layouts):
         elif name in _ACCESS_OPS and op.operands and _is_tensor(op.operands[0]):
             enc = (self.access_layouts.get(id(op)) or self.wanted.get(id(op.operands[0]))
                    or self.layout_for(op.operands[0].type))
-            for v in op.operands:
-                self.want(v, enc)
+            for i, v in enumerate(op.operands):
+                # As Triton: a stored value computed elementwise from loads that agree on a layout is
+                # computed in theirs and converted once, before the store; wishing the store's layout
+                # up its chain converted the loaded inputs instead (Liger's JSD: four conversions).
+                source = self._source_layout(v, {}) if name == "tt.store" and i == 1 else None
+                self.want(v, source if isinstance(source, BlockedEncoding) else enc)
         elif name == "scf.yield" and op.parent is not None and op.parent.parent_op is not None:
             owner = op.parent.parent_op
             for i, v in enumerate(op.operands):
@@ -408,6 +414,33 @@ class _AssignLayouts(_Layouts):
             same_shape = [v for v in op.operands if _is_tensor(v) and v.type.shape == op.results[0].type.shape]
             for v in same_shape:
                 self.want(v, res)
+
+    def _source_layout(self, v: ir.Value, memo: dict, depth: int = 0):
+        """The layout of the loads that `v` is computed from by elementwise ops alone: a decided
+        layout, `_NEUTRAL` (only constants, splats and ranges, free in any layout) or None (no
+        single one: layouts disagree, or `v` depends on something else)."""
+        key = id(v)
+        if key in memo:
+            return memo[key]
+        memo[key] = None   # a cycle (none in SSA) or a chain too deep decides nothing
+        result = None
+        op = v.owner
+        if not _is_tensor(v):
+            result = _NEUTRAL
+        elif key in self.fixed:
+            result = self.fixed[key] if isinstance(op, ir.Operation) and op.name == "tt.load" else None
+        elif isinstance(op, ir.Operation) and depth < 64:
+            if op.name in ("arith.constant", "tt.splat", "tt.make_range"):
+                result = _NEUTRAL
+            elif ir.op_info(op.name).elementwise and not op.regions:
+                found = {_NEUTRAL}
+                for o in op.operands:
+                    found.add(self._source_layout(o, memo, depth + 1) if _is_tensor(o)
+                              and o.type.shape == v.type.shape else _NEUTRAL if not _is_tensor(o) else None)
+                found.discard(_NEUTRAL)
+                result = _NEUTRAL if not found else found.pop() if len(found) == 1 else None
+        memo[key] = result
+        return result
 
     def forward(self, block: ir.Block) -> None:
         for arg in block.args:

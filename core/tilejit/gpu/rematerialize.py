@@ -1,6 +1,6 @@
 """`tritongpu-rematerialize-indices`: a layout conversion of a value that is cheap to compute again
-(index arithmetic on `tt.make_range`, splats and constants) is replaced by computing it again in the
-wanted layout, as Triton's RemoveLayoutConversions rematerializes. Attention's `cols = start_n +
+(index arithmetic on `tt.make_range`, splats and constants, and loads smaller than the CTA) is replaced
+by computing it again in the wanted layout, as Triton's RemoveLayoutConversions rematerializes. Attention's `cols = start_n +
 offs_n` feeds both the K tile (in the transposed load's layout) and the V tile; converting it went
 through shared memory, with two barriers, in every iteration.
 """
@@ -20,8 +20,32 @@ _CHEAP_ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.andi", "a
 MAX_OPS = 12   # more than this many ops to recompute: the conversion is kept
 
 
-def _cloneable(v: ir.Value, budget: list) -> bool:
-    """Whether `v` (a tensor) can be recomputed from scalars by cheap ops within `budget[0]` ops."""
+def _may_write(op: ir.Operation) -> bool:
+    """Whether `op` (or an op nested in it) may write memory or wait for other threads' writes."""
+    for inner in [op] + list(op.walk()):
+        name = inner.name
+        if any(word in name for word in ("store", "atomic", "call", "scatter", "barrier", "async")) \
+                or (name.startswith("tt.descriptor_") and name not in ("tt.descriptor_load", "tt.descriptor_gather")):
+            return True
+    return False
+
+
+def _small_load(op: ir.Operation, conv: ir.Operation, threads: int) -> bool:
+    """A load worth reading again in another layout rather than converting, as Triton's
+    RemoveLayoutConversions rematerializes one (`isExpensiveLoadOrStore`): fewer elements than the CTA
+    has threads (they come from the cache), not volatile, and nothing between it and the conversion
+    (in the same block) that may write memory: the second read sees what the first saw."""
+    if op.name != "tt.load" or op.attrs.get("is_volatile") or not threads:
+        return False
+    if op.results[0].type.numel >= threads or op.parent is not conv.parent:
+        return False
+    ops = conv.parent.ops
+    return not any(_may_write(between) for between in ops[ops.index(op) + 1:ops.index(conv)])
+
+
+def _cloneable(v: ir.Value, budget: list, conv: Optional[ir.Operation] = None, threads: int = 0) -> bool:
+    """Whether `v` (a tensor) can be recomputed from scalars by cheap ops (and small loads, see
+    `_small_load`, for a conversion `conv` in a CTA of `threads`) within `budget[0]` ops."""
     if not isinstance(v.type, ir.TensorType):
         return True   # scalar operands are reused as they are
     op = v.owner
@@ -32,8 +56,9 @@ def _cloneable(v: ir.Value, budget: list) -> bool:
         return False
     if op.name in _LEAF_OPS:
         return all(not isinstance(o.type, ir.TensorType) for o in op.operands)
-    if op.name in ("tt.expand_dims", "tt.broadcast") or op.name in _CHEAP_ELEMENTWISE:
-        return all(_cloneable(o, budget) for o in op.operands)
+    if op.name in ("tt.expand_dims", "tt.broadcast") or op.name in _CHEAP_ELEMENTWISE \
+            or (conv is not None and _small_load(op, conv, threads)):
+        return all(_cloneable(o, budget, conv, threads) for o in op.operands)
     return False
 
 
@@ -77,12 +102,13 @@ def _target_encoding(conv: ir.Operation) -> Optional[DistributedEncoding]:
 def rematerialize_indices(func: ir.Operation) -> int:
     """Replace cheap conversions by recomputation; returns how many were replaced."""
     replaced = 0
+    threads = (func.attrs.get("ttg.num_warps") or 0) * (func.attrs.get("ttg.threads_per_warp") or 0)
     for conv in [op for op in func.walk() if op.name == "ttg.convert_layout"]:
         src = conv.operands[0]
         enc = _target_encoding(conv)
         if enc is None:
             continue
-        if not _cloneable(src, [MAX_OPS]):
+        if not _cloneable(src, [MAX_OPS], conv, threads):
             continue
         new = _Cloner(conv.parent, conv).value(src, enc)
         conv.result.replace_all_uses_with(new)

@@ -186,6 +186,12 @@ class TargetDescription(abc.ABC):
         """Store `value` (a scalar or a vector) to `ptr`; `cache`: "none", "wb", "cg", "cs", "wt"."""
         builder.store(value, ptr, align=align)
 
+    def predicated_global_store(self, builder: llir.IRBuilder, value, ptr, align: int, pred, cache: str = "none",
+                                evict: str = "normal") -> bool:
+        """Store `value` to `ptr` where the i1 `pred` holds, by a predicated store instruction; False
+        when the target has none (the lowering branches around `global_store` then)."""
+        return False
+
     def atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, value, sem: str, scope: str, elem: str):
         """`*ptr = kind(*ptr, value)` atomically; returns the old value. `kind` is LLVM's atomicrmw
         name (add, fadd, max, umax, min, umin, and, or, xor, xchg), `elem` the IR element type
@@ -235,6 +241,19 @@ class TargetDescription(abc.ABC):
         `fn(builder, args)` builds the value itself, or None when the core's portable expansion
         (built from other math ops) must be used. `arith.divf` is asked too: None keeps LLVM's
         IEEE `fdiv`."""
+
+    def encode_float(self, builder: llir.IRBuilder, value, name: str, rounding: str):
+        """The f32 `value` as the storage bits (an integer) of format `name` ("bf16", an fp8 name),
+        rounded by `rounding` ("rtne" or "rtz"), by the target's own conversion instruction; None
+        keeps the portable integer rounding of `llvm/float_formats.py` (same values; a NaN may come
+        out as another NaN code)."""
+        return None
+
+    def storage_float_arith(self, builder: llir.IRBuilder, op_name: str, args, name: str, contract: bool):
+        """`arith.addf` / `subf` / `mulf` of two values of storage format `name` (their bits, as
+        integers) by the target's own instruction, the result's bits; None computes in f32 and rounds
+        (`encode_float`). `contract`: the op may fuse with its neighbours (fp_fusion)."""
+        return None
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.arch})"

@@ -96,8 +96,9 @@ def lower_reduce(self, op):
             accs = [self._combine_region(op, acc, [self._shuffle(v, 1 << bit) for v in acc]) for acc in accs]
     # 3. across warps: through shared memory, one slot per (register, operand, warp, lane).
     warp_axis_bits = [bit for bit, basis in enumerate(layout.warps) if basis[axis]]
+    lane_axis_bits = [bit for bit, basis in enumerate(layout.lanes) if basis[axis]]
     if warp_axis_bits:
-        accs = _reduce_across_warps(self, op, accs, warp_axis_bits, layout.num_warps)
+        accs = _reduce_across_warps(self, op, accs, warp_axis_bits, layout.num_warps, lane_axis_bits)
     results = op.results
     if isinstance(results[0].type, ir.TensorType):
         out_layout = self.layout(results[0].type)
@@ -112,7 +113,12 @@ def lower_reduce(self, op):
             self.set(r, [accs[0][j]])
 
 
-def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
+def _reduce_across_warps(self, op, accs, warp_bits, num_warps, lane_bits=()):
+    """Every thread stores its partials (one slot per warp and lane); then, as Triton, where the lanes
+    along the axis are at least as many as the warps along it, each thread reads one warp's partial
+    (chosen by its axis lane bits, whose lanes all hold the same partial after the lane butterfly)
+    and a butterfly over those lane bits combines the warps: one shared load and log2(warps)
+    shuffles. Otherwise each thread reads every warp's partial and combines them in order."""
     ws = self.warp_size
     threads = num_warps * ws
     # One region per (accumulator, operand), each in its operand's own width.
@@ -130,6 +136,19 @@ def _reduce_across_warps(self, op, accs, warp_bits, num_warps):
             self.b.store(v, slot_ptr(i, j, v.type, self.warp))
     self.isa.barrier(self.b)
     out = []
+    if len(lane_bits) >= len(warp_bits):
+        lane_bits = lane_bits[:len(warp_bits)]
+        wv = home_warp
+        for wb, lb in zip(warp_bits, lane_bits):
+            bit = self.b.and_(self.b.lshr(self.lane, llir.Constant(I32, lb)), llir.Constant(I32, 1))
+            wv = self.b.or_(wv, self.b.shl(bit, llir.Constant(I32, wb)))
+        for i, acc in enumerate(accs):
+            total = [self.b.load(slot_ptr(i, j, v.type, wv), typ=v.type) for j, v in enumerate(acc)]
+            for lb in lane_bits:
+                total = self._combine_region(op, total, [self._shuffle(v, 1 << lb) for v in total])
+            out.append(total)
+        self.isa.barrier(self.b)
+        return out
     for i, acc in enumerate(accs):
         total = None
         for combo in range(1 << len(warp_bits)):

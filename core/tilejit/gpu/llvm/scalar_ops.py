@@ -62,14 +62,17 @@ def to_compute(b, v, t):
     return v
 
 
-def from_compute(b, v, t, rounding: str = "rtne"):
-    """The inverse of `to_compute`: an f32 (or wider) result stored as bf16/fp8 bits."""
+def from_compute(b, v, t, rounding: str = "rtne", isa=None):
+    """The inverse of `to_compute`: an f32 (or wider) result stored as bf16/fp8 bits (by the target's
+    conversion instruction where `isa` has one, `TargetDescription.encode_float`)."""
     if is_storage_float(t):
         if str(v.type) == "double":
             v = b.fptrunc(v, F32)
         elif str(v.type) == "half":
             v = b.fpext(v, F32)
-        return encode_from_f32(b, v, ir.element_type(t).name, rounding)
+        name = ir.element_type(t).name
+        native = isa.encode_float(b, v, name, rounding) if isa is not None else None
+        return native if native is not None else encode_from_f32(b, v, name, rounding)
     return v
 
 
@@ -237,6 +240,13 @@ class ScalarLowering:
             pred = op.attrs["predicate"]
             ordered = pred.startswith("o") or pred == "ord"
             return (b.fcmp_ordered if ordered else b.fcmp_unordered)(_CMPF[pred], xs[0], xs[1])
+        if name in _CONTRACTABLE and is_storage_float(res_t):
+            # bf16 add/sub/mul where the target has them (sm_90's add/mul.rn.bf16): one rounding, as
+            # the f32 op then rounding to bf16 gives (24 >= 2 * 8 + 2 bits: no double rounding)
+            native = self.isa.storage_float_arith(b, name, list(args), ir.element_type(res_t).name,
+                                                  self.fp_fusion)
+            if native is not None:
+                return native
         xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
         if name == "arith.divf" and self.isa.math_symbol(name, xs[0].type) is not None:
             out = self.math(b, name, xs)   # the target's division (Triton's div.full.f32 on NVIDIA)
@@ -253,7 +263,7 @@ class ScalarLowering:
             out = self.math(b, name, xs)
         else:
             raise CompilationError.at(op.loc, f"the GPU lowering has no rule for {name}")
-        return from_compute(b, out, res_t)
+        return from_compute(b, out, res_t, isa=self.isa)
 
     def cast(self, b, name, v, src_t, dst_t, rounding: str = "rtne"):
         dst = llvm_type(dst_t)
@@ -295,7 +305,7 @@ class ScalarLowering:
             else:
                 out = b.fptrunc(v, compute_dst)
         if isinstance(dst_e, ir.FloatType):
-            out = from_compute(b, out, dst_t, rounding)
+            out = from_compute(b, out, dst_t, rounding, self.isa)
         return out
 
 

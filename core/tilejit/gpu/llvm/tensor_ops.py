@@ -366,16 +366,22 @@ class TensorOps:
 
         def store(value, ptr, align):
             self.isa.global_store(self.b, value, ptr, align, **hints)
+
+        def store_where(cond, value, ptr, align):
+            # a predicated store where the target has one (as Triton's `@p st`), else a branch
+            if isinstance(cond, llir.Constant) or \
+                    not self.isa.predicated_global_store(self.b, value, ptr, align, cond, **hints):
+                self._guarded(cond, lambda: store(value, ptr, align))
         for g in range(0, len(ptrs), vec):
             cond = owner if masks is None else self.b.and_(owner, masks[g])
             if vec == 1:
-                self._guarded(cond, lambda g=g: store(vals[g], ptrs[g], bytes_per))
+                store_where(cond, vals[g], ptrs[g], bytes_per)
                 continue
             vty = llir.VectorType(elem, vec)
             packed = llir.Constant(vty, None)
             for i in range(vec):
                 packed = self.b.insert_element(packed, vals[g + i], llir.Constant(I32, i))
-            self._guarded(cond, lambda g=g, packed=packed: store(packed, ptrs[g], bytes_per * vec))
+            store_where(cond, packed, ptrs[g], bytes_per * vec)
 
     _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
             "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
