@@ -255,3 +255,30 @@ def test_tf32_with_an_n_major_b_keeps_mma_sync():
                     {(i,): D16 for i in range(6)})
     ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
     assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+
+
+@tilejit.jit
+def _fp8_precise_matmul(a_ptr, bt_ptr, c_ptr, K, stride_am, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
+                        BK: tl.constexpr, IMPRECISE: tl.constexpr):
+    offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = bt_ptr + offs_k[:, None] + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, max_num_imprecise_acc=IMPRECISE)
+        a_ptrs += BK
+        b_ptrs += BK
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("imprecise,wgmma", [(None, True), (128, True), (32, False)])
+def test_fp8_max_num_imprecise_acc_below_k_keeps_the_exact_mma_sync(imprecise, wgmma):
+    """fp8 wgmma sums in the tensor core's reduced precision (Triton's default on sm_90); a dot
+    asking for fp32 accumulation more often than its K takes the exact f16-upcast mma.sync."""
+    sig = {"a_ptr": "*fp8e4nv", "bt_ptr": "*fp8e4nv", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
+           "stride_bn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "IMPRECISE": "constexpr"}
+    src = ASTSource(_fp8_precise_matmul, sig, {"BM": 128, "BN": 128, "BK": 128, "IMPRECISE": imprecise},
+                    {(i,): D16 for i in range(6)})
+    ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
+    assert ("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx) == wgmma
+    assert ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx) == (not wgmma)

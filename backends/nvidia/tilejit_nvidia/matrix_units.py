@@ -65,10 +65,17 @@ def wgmma_kind(dot: DotSite) -> Optional[str]:
     an f32 accumulator, which wgmma reads only K-major from shared memory (the PTX ISA allows the
     transpose bits for 16-bit types alone)."""
     kind = mma_sync_kind(dot)
-    if kind in ("f16", "bf16") or (kind in ("fp8", "tf32") and dot.out_elem == "f32"
-                                   and dot.shape[2] % WGMMA_K[kind] == 0):
+    if kind in ("f16", "bf16"):
         return kind
-    return None
+    if kind not in ("fp8", "tf32") or dot.out_elem != "f32" or dot.shape[2] % WGMMA_K[kind]:
+        return None
+    # fp8 wgmma accumulates in the tensor core's reduced precision over the whole K, as Triton does
+    # by default on sm_90 (max_num_imprecise_acc = 2**30). A dot that asks for fp32 accumulation
+    # every `max_num_imprecise_acc` elements (below its K) keeps the exact f16-upcast mma.sync.
+    imprecise = int(dot.op.attrs.get("maxNumImpreciseAcc", 0) or 0)
+    if kind == "fp8" and 0 < imprecise < dot.shape[2]:
+        return None
+    return kind
 
 
 def _loaded_k_major(op: ir.Operation, name: str, k_dim: int) -> bool:
