@@ -39,7 +39,10 @@ print(json.dumps(report))
 
 def _run_child(names):
     core = os.path.join(HERE, "..", "..", "core")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([core, os.environ.get("PYTHONPATH", "")]))
+    # Only this test's cache directory among tilejit's knobs: a size bound or trust setting left in
+    # the environment would evict or refuse the damaged entries before the child meets them.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILEJIT_") or k == "TILEJIT_CACHE_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join([core, os.environ.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", _CHILD.format(tests=HERE, names=names)], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)
