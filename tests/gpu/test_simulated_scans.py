@@ -158,3 +158,45 @@ def test_bf16_arithmetic_operands_in_order():
     out = np.zeros(256, np.float32)
     run(kernel.asm["llir"], [x, y, c, s, out], 4)
     np.testing.assert_array_equal(out, _bf16(_bf16(_bf16(x * c) - _bf16(y * s)) + x))
+
+
+@tilejit.jit
+def _scale_by_group(x_ptr, w_ptr, out_ptr, N: tl.constexpr, GROUP: tl.constexpr, TAG: tl.constexpr):
+    """Liger's group norm pattern: a contiguous block times a per-group weight (loaded by offs //
+    GROUP, so in another layout): the weight is converted to the block's layout. (TAG: a new
+    specialization per test case, so each compiles with its own CHUNK_BYTES.)"""
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * tl.load(w_ptr + offs // GROUP))
+
+
+@tilejit.jit
+def _add_transposed(x_ptr, y_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, TAG: tl.constexpr):
+    r, c = tl.arange(0, M)[:, None], tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + r * N + c)      # rows contiguous
+    y = tl.load(y_ptr + c * M + r)      # columns contiguous: another layout
+    tl.store(out_ptr + r * N + c, x + y)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 4096, 1024])
+def test_large_conversions_go_through_shared_memory_in_rounds(monkeypatch, chunk_bytes):
+    """A conversion bigger than CHUNK_BYTES moves one value of its top register bits per round
+    (Liger's fp32 group norm needed 256 KiB of shared memory in one go, past the H100's 227 KiB)."""
+    from tilejit.gpu.llvm import convert
+    monkeypatch.setattr(convert, "CHUNK_BYTES", chunk_bytes)
+    x = RNG.standard_normal(4096).astype(np.float32)
+    w = RNG.standard_normal(64).astype(np.float32)
+    out = np.zeros(4096, np.float32)
+    kernel = _scale_by_group.warmup("*fp32", "*fp32", "*fp32", N=4096, GROUP=64, TAG=chunk_bytes, num_warps=4,
+                                    grid=(1,), target="cuda:90")
+    # the 16 KiB buffer, or one round's; the three register bits above both layouts' lanes and warps
+    # (element bits 9-11) allow rounds down to 2 KiB
+    assert kernel.metadata["shared"] == max(min(chunk_bytes, 4096 * 4), 2048)
+    run(kernel.asm["llir"], [x, w, out], 4)
+    np.testing.assert_array_equal(out, x * np.repeat(w, 64))
+    a = RNG.standard_normal((64, 64)).astype(np.float32)
+    b = RNG.standard_normal((64, 64)).astype(np.float32)
+    out2 = np.zeros((64, 64), np.float32)
+    kernel = _add_transposed.warmup("*fp32", "*fp32", "*fp32", M=64, N=64, TAG=chunk_bytes, num_warps=4, grid=(1,),
+                                    target="cuda:90")
+    run(kernel.asm["llir"], [a, np.ascontiguousarray(b.T), out2], 4)
+    np.testing.assert_array_equal(out2, a + b)

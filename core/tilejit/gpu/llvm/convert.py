@@ -48,11 +48,48 @@ def _inner_dim(layout: LinearLayout) -> int:
     return best
 
 
+# A conversion whose buffer would pass this many bytes goes through shared memory in rounds (below).
+CHUNK_BYTES = 64 * 1024
+
+
+def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: int, runs=(1, 1)):
+    """[(dim, bit), ...]: the top coordinate bits to convert one value of at a time, so that one
+    round's buffer fits in CHUNK_BYTES (or is as small as the qualifying bits make it); [] when the
+    whole tensor fits.
+
+    A bit qualifies when it is the next one down from the top of its dim and a register basis of
+    both layouts: then each thread's registers split by its value, in both layouts alike, and a
+    round moves the elements with one value (as Triton converts large tiles in repetitions). Liger's
+    fp32 group norm converts a 65536-element block (256 KiB): four rounds of 64 KiB."""
+    total = bytes_per_element
+    for n in shape:
+        total *= n
+    # Not a basis inside a vector run (those registers move together in one access).
+    unit = ({tuple(b) for b in src.registers[(runs[0] - 1).bit_length():]}
+            & {tuple(b) for b in dst.registers[(runs[1] - 1).bit_length():]})
+    top = [(n - 1).bit_length() - 1 for n in shape]   # the top bit of each dim: the next candidate
+    chosen = []
+    while total > CHUNK_BYTES:
+        best = None
+        for d in range(len(shape)):
+            if top[d] <= 0:
+                continue
+            basis = tuple((1 << top[d]) if e == d else 0 for e in range(len(shape)))
+            if basis in unit and (best is None or shape[d] > shape[best]):
+                best = d
+        if best is None:
+            break   # no more bits to cut on: rounds as small as these allow
+        chosen.append((best, top[best]))
+        top[best] -= 1
+        total //= 2
+    return chosen
+
+
 def convert_through_shared(self, src_value, dst_type):
     """The registers of `dst_type`'s layout holding the tensor `src_value` (any two layouts)."""
     src_t = src_value.type
-    shape = src_t.shape
-    rank = len(shape)
+    full_shape = src_t.shape
+    rank = len(full_shape)
     src, dst = self.layout(src_t), self.layout(dst_type)
     elem = llvm_type(src_t)
     # Pointers travel as 64-bit integers (a carried pointer tensor may need another layout).
@@ -61,6 +98,13 @@ def convert_through_shared(self, src_value, dst_type):
     elem_bytes = max(1, _bits(store_ty) // 8)
     max_vec = max(1, 16 // elem_bytes)
     inner = _inner_dim(dst) if rank else 0
+    src_vec = _run_length(src, inner, max_vec) if rank else 1
+    dst_vec = _run_length(dst, inner, max_vec) if rank else 1
+    chunks = _chunk_bits(src, dst, full_shape, elem_bytes, (src_vec, dst_vec)) if rank else []
+    # One round's buffer: each chunk bit halves its dim (the coordinates keep their low bits).
+    shape = list(full_shape)
+    for d, _ in chunks:
+        shape[d] //= 2
     outer = [d for d in range(rank) if d != inner]
     pad = max_vec if rank > 1 and shape[inner] * elem_bytes >= 64 else 0
     pitch = shape[inner] + pad if rank else 1
@@ -68,8 +112,11 @@ def convert_through_shared(self, src_value, dst_type):
     for d in outer:
         rows *= shape[d]
     self.smem_base(rows * pitch * elem_bytes)
+    cut = {d for d, _ in chunks}
 
     def index(coords):
+        coords = [self.b.and_(c, llir.Constant(I32, shape[d] - 1)) if d in cut else c
+                  for d, c in enumerate(coords)]
         idx = None
         for d in outer:
             idx = coords[d] if idx is None else self.b.add(self.b.mul(idx, llir.Constant(I32, shape[d])), coords[d])
@@ -78,15 +125,34 @@ def convert_through_shared(self, src_value, dst_type):
             return inner_c
         return self.b.add(self.b.mul(idx, llir.Constant(I32, pitch)), inner_c)
 
+    def in_round(layout, register, round_):
+        """Register `register` of `layout` holds an element of round `round_` (chunk bits' value)."""
+        off = layout.register_offsets()[register]
+        return all(((off[d] >> bit) & 1) == ((round_ >> i) & 1) for i, (d, bit) in enumerate(chunks))
+
     values = self.get(src_value)
     self.isa.barrier(self.b)
-    vec = _run_length(src, inner, max_vec) if rank else 1
     src_coords = self.element_coords(src)
+    dst_coords = self.element_coords(dst)
+    out = [None] * dst.num_registers
+    for round_ in range(1 << len(chunks)):
+        if round_:
+            self.isa.barrier(self.b)   # the last round's reads are done before this round's writes
+        _store_round(self, src, values, src_vec, src_coords, index, store_ty, elem, is_ptr, elem_bytes,
+                     lambda r, k=round_: in_round(src, r, k))
+        self.isa.barrier(self.b)
+        _load_round(self, dst, dst_vec, dst_coords, index, store_ty, elem, is_ptr, elem_bytes, out,
+                    lambda r, k=round_: in_round(dst, r, k))
+    self.isa.barrier(self.b)
+    return out
+
+
+def _store_round(self, src, values, vec, src_coords, index, store_ty, elem, is_ptr, elem_bytes, wanted):
     # Replicated registers (zero register bases) would only write the same value twice: skip them.
     written = set()
     for r0 in range(0, len(values), vec):
         key = src.register_offsets()[r0]
-        if key in written:
+        if key in written or not wanted(r0):
             continue
         written.add(key)
         ptr = self.smem_ptr(store_ty, index(src_coords[r0]))
@@ -100,11 +166,12 @@ def convert_through_shared(self, src_value, dst_type):
         for i, v in enumerate(run):
             packed = self.b.insert_element(packed, v, llir.Constant(I32, i))
         self.b.store(packed, ptr, align=elem_bytes * vec)
-    self.isa.barrier(self.b)
-    out = []
-    vec = _run_length(dst, inner, max_vec) if rank else 1
-    dst_coords = self.element_coords(dst)
+
+
+def _load_round(self, dst, vec, dst_coords, index, store_ty, elem, is_ptr, elem_bytes, out, wanted):
     for r0 in range(0, dst.num_registers, vec):
+        if not wanted(r0):
+            continue
         ptr = self.smem_ptr(store_ty, index(dst_coords[r0]))
         if vec == 1:
             loaded = [self.b.load(ptr, typ=store_ty, align=elem_bytes)]
@@ -112,7 +179,5 @@ def convert_through_shared(self, src_value, dst_type):
             vty = llir.VectorType(store_ty, vec)
             whole = self.b.load(ptr, typ=vty, align=elem_bytes * vec)
             loaded = [self.b.extract_element(whole, llir.Constant(I32, i)) for i in range(vec)]
-        out.extend(self.b.trunc(v, I1) if elem == I1 else self.b.inttoptr(v, elem) if is_ptr else v
-                   for v in loaded)
-    self.isa.barrier(self.b)
-    return out
+        out[r0:r0 + vec] = [self.b.trunc(v, I1) if elem == I1 else self.b.inttoptr(v, elem) if is_ptr else v
+                            for v in loaded]
