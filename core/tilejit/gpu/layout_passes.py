@@ -167,6 +167,12 @@ class _CoalesceAnchors(_Layouts):
             if not _is_tensor(ptr) or ir.is_block_ptr(ptr.type):
                 continue
             shape = ptr.type.shape
+            if op.name == "tt.load" and max(self.analysis.info(ptr).contiguity) <= 1:
+                # A gather (no two neighbours adjacent in memory, e.g. a per-group weight read at
+                # offs // group) loads element by element in any layout: it takes the layout its
+                # users want, as in Triton, instead of one of its own and a conversion after it
+                # (Liger's fp32 group norm converted two 65536-element blocks per iteration).
+                continue
             order = access_order(self.analysis, ptr)
             mask = op.operand("mask")
             vec = vector_width(self.analysis, ptr, order[0], mask)
