@@ -14,6 +14,7 @@ passes to the next is in the IR (`layout_passes.py`):
    blocked layout (its most contiguous dim first, `sizePerThread` = the proven vector width), so each
    access is 128-bit where its data allows (attention's K, read transposed, runs along dim 0 while V
    runs along dim 1); the widest access of each rank also gives the default layout of that rank.
+   A load with no contiguity in any dim (a gather) gets no layout of its own: it takes its users'.
 2. `tritongpu-accelerate-matmul`: each `tt.dot` gets the result layout of the first of the target's
    `matrix_units` (`target.py`; the backend's policy, e.g. wgmma then mma.sync on sm_90) that
    accepts it, else the blocked layout (FMA dot); loop-carried accumulators keep that layout across
