@@ -367,18 +367,8 @@ def profile_launch(k, directory):
                                                                stream, params, 0)))
     except Exception as exc:  # noqa: BLE001 - the floor is optional (another launcher's internals)
         lines.append(f"cuLaunchKernel alone: unavailable ({exc})")
-    for label, call in calls:
-        for _ in range(200):
-            call()
-        torch.cuda.synchronize()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                call()
-            best = min(best, (time.perf_counter() - t0) / n * 1e6)
-            torch.cuda.synchronize()
-        lines.append(f"{label}: {best:.2f} us")
+    for label, call in calls:   # host time only: the GPU catches up outside the timed loops
+        lines.append(f"{label}: {loop_us(call, n, warmup=200, sync_inside=False):.2f} us")
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(n):
@@ -393,10 +383,11 @@ def profile_launch(k, directory):
         f.write(text)
 
 
-def loop_us(fn, n=500) -> float:
-    """Microseconds per call of `fn` called back to back n times (wall clock, one sync at the end):
-    for small shapes, what a caller sees, whichever of the host's launch or the GPU's work is slower."""
-    for _ in range(20):
+def loop_us(fn, n=500, warmup=20, sync_inside=True) -> float:
+    """Microseconds per call of `fn` called back to back n times, the best of 3 loops (wall clock).
+    With `sync_inside` the loop's closing sync is timed too: for small shapes, what a caller sees,
+    whichever of the host's launch or the GPU's work is slower; without it, the host's side alone."""
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     best = float("inf")
@@ -404,8 +395,10 @@ def loop_us(fn, n=500) -> float:
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
-        torch.cuda.synchronize()
+        if sync_inside:
+            torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        torch.cuda.synchronize()
     return best
 
 

@@ -3,7 +3,9 @@ f32 and the accumulator is rounded to f16 once per k-step of the target's matrix
 numerics of Triton's mma.sync/wgmma with f16 accumulators on NVIDIA (k16 for fp16, k32 for fp8
 operands), once at the end on AMD. An f16 FMA per product (as before) rounded K times: Triton's
 test_dot3d[4-4-64-64-64-32-32-float16-float16] then missed rtol=atol=1e-2 on 44 of 16384 elements."""
+import os
 import re
+import sys
 
 import pytest
 
@@ -13,6 +15,9 @@ from tilejit.frontend.source import ASTSource
 from toolchain_paths import needs_lld, needs_ptxas
 
 from test_fp64_dot import D16, _dot3d
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+from dot_kernels import f16_accumulator_matmul  # noqa: E402
 
 
 @tilejit.jit
@@ -45,17 +50,6 @@ def test_batched_fp16_dot_rounds_once_per_k_step(target, binary, outputs, step):
     assert kernel.asm[binary][:4] == b"\x7fELF"
 
 
-@tilejit.jit
-def _f16_matmul_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float16)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
-        b = tl.load(b_ptr + (k0 + k)[:, None] * BN + n[None, :])
-        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
-
-
 @needs_ptxas
 @pytest.mark.parametrize("a_type", ["*fp16", "*fp8e4nv"])
 def test_nvidia_2d_dot_accumulates_in_f16_with_mma(a_type):
@@ -74,7 +68,7 @@ def test_nvidia_2d_dot_accumulates_in_f16_with_mma(a_type):
 def test_nvidia_f16_accumulator_loop_runs_wgmma_f16():
     """The pipelined matmul with an f16 accumulator carried by the loop: wgmma with f16 D registers
     (.f16x2, N/4 of them per m64 block), kept in flight across iterations as the f32 one."""
-    src = ASTSource(_f16_matmul_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"},
+    src = ASTSource(f16_accumulator_matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"},
                     {"BM": 128, "BN": 128, "BK": 64}, {(i,): D16 for i in range(4)})
     kernel = tilejit.compile(src, target="cuda:90", options={"num_warps": 4})
     ptx = kernel.asm["ptx"]

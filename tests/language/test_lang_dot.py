@@ -4,6 +4,7 @@ import pytest
 
 import tilejit
 import tilejit.language as tl
+from dot_kernels import f16_accumulator_matmul
 from tl_reference import round_to_bf16
 
 RNG = np.random.default_rng(17)
@@ -155,17 +156,6 @@ def test_fp16_accumulator_dot3d_keeps_tritons_accuracy(device):
                                rtol=1e-2, atol=1e-2)
 
 
-@tilejit.jit
-def _f16_accumulator_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float16)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
-        b = tl.load(b_ptr + (k0 + k)[:, None] * BN + n[None, :])
-        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
-
-
 def test_f16_accumulator_carried_through_a_k_loop(device):
     """acc = tl.dot(a, b, acc, out_dtype=tl.float16) in a K loop (on an H100: pipelined wgmma with
     f16 D registers): the fp32 product within the rounding of an fp16 sum of 256 terms."""
@@ -174,7 +164,7 @@ def test_f16_accumulator_carried_through_a_k_loop(device):
     a = rs.uniform(-1, 1, (BM, K)).astype(np.float16)
     b = rs.uniform(-1, 1, (K, BN)).astype(np.float16)
     result = device.zeros((BM, BN), np.float16)
-    _f16_accumulator_matmul[(1,)](device.tensor(a), device.tensor(b), result, K, BM=BM, BN=BN, BK=BK, num_warps=4)
+    f16_accumulator_matmul[(1,)](device.tensor(a), device.tensor(b), result, K, BM=BM, BN=BN, BK=BK, num_warps=4)
     expected = a.astype(np.float32) @ b.astype(np.float32)
     got = device.numpy(result).astype(np.float32)
     np.testing.assert_allclose(got, expected, rtol=1e-2, atol=3e-2)

@@ -546,6 +546,13 @@ sin cos abs floor ceil erf cast store advance join softmax logical_and logical_o
 """.split())
 
 
+def _descriptor_atomic(op: str):
+    def method(self, offsets, value, _semantic=None):
+        return _semantic.descriptor_atomic(op, self, value, offsets)
+    method.__name__ = method.__qualname__ = f"atomic_{op}"
+    return builtin(method)
+
+
 class tensor_descriptor:
     """`tl.make_tensor_descriptor(...)`'s result: `.load(offsets)`, `.store(offsets, value)` and the
     reductions `.atomic_add/min/max/and/or/xor(offsets, value)`."""
@@ -568,29 +575,13 @@ class tensor_descriptor:
     def store(self, offsets, value, _semantic=None):
         return _semantic.descriptor_store(self, value, offsets)
 
-    @builtin
-    def atomic_add(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("add", self, value, offsets)
-
-    @builtin
-    def atomic_min(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("min", self, value, offsets)
-
-    @builtin
-    def atomic_max(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("max", self, value, offsets)
-
-    @builtin
-    def atomic_and(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("and", self, value, offsets)
-
-    @builtin
-    def atomic_or(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("or", self, value, offsets)
-
-    @builtin
-    def atomic_xor(self, offsets, value, _semantic=None):
-        return _semantic.descriptor_atomic("xor", self, value, offsets)
+    # `desc.atomic_<op>(offsets, value)`, Triton's descriptor reductions (one builtin per op).
+    atomic_add = _descriptor_atomic("add")
+    atomic_min = _descriptor_atomic("min")
+    atomic_max = _descriptor_atomic("max")
+    atomic_and = _descriptor_atomic("and")
+    atomic_or = _descriptor_atomic("or")
+    atomic_xor = _descriptor_atomic("xor")
 
 
 def _flatten_values(values) -> List:
