@@ -358,34 +358,33 @@ def annotation_type_string(annotation) -> str | None:
     "tl.int8", "int8" or "i8"; "i32" for `int`, "fp32" for `float`, "i1" for `bool`), as Triton's
     `_normalize_ty` + `annotation_type`; None for anything else (pointers, tensors, constexpr, fp8:
     those keep the type of the value passed)."""
-    if isinstance(annotation, str):
-        text = annotation.strip()
-        if text.startswith("tl."):
-            text = text[3:]
-    elif isinstance(annotation, type):
-        text = annotation.__name__
-    else:
-        is_ptr = getattr(annotation, "is_ptr", None)
-        if callable(is_ptr) and is_ptr():
-            return None
-        text = getattr(annotation, "name", None)
-        if not isinstance(text, str) or not hasattr(annotation, "primitive_bitwidth"):
-            return None   # not a tl.dtype
+    if not isinstance(annotation, (str, type)) and not hasattr(annotation, "primitive_bitwidth"):
+        return None   # not a tl.dtype
+    text = _annotation_text(annotation)
+    if text is None:
+        return None
+    if text.startswith("tl."):
+        text = text[3:]
     return _ANNOTATION_TYPES.get(text.replace("_t", ""))
 
-def _annotation_name(annotation) -> str | None:
+
+def _annotation_text(annotation) -> str | None:
+    """An annotation as text: a string as written, a class's name, a dtype's `name`; None for a
+    pointer type or anything without a name."""
     if isinstance(annotation, str):
-        text = annotation.strip()
-    elif isinstance(annotation, type):
-        text = annotation.__name__
-    else:
-        is_ptr = getattr(annotation, "is_ptr", None)
-        if callable(is_ptr) and is_ptr():
-            return None
-        text = getattr(annotation, "name", None)
-        if not isinstance(text, str):
-            return None
-    return text.rsplit(".", 1)[-1].lower()
+        return annotation.strip()
+    if isinstance(annotation, type):
+        return annotation.__name__
+    is_ptr = getattr(annotation, "is_ptr", None)
+    if callable(is_ptr) and is_ptr():
+        return None
+    text = getattr(annotation, "name", None)
+    return text if isinstance(text, str) else None
+
+
+def _annotation_name(annotation) -> str | None:
+    text = _annotation_text(annotation)
+    return text.rsplit(".", 1)[-1].lower() if text is not None else None
 
 
 def annotation_kind(annotation) -> str | None:
