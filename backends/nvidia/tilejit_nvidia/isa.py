@@ -10,6 +10,7 @@ from tilejit.gpu.isa import F32, I32, add_string_attribute, call_intrinsic, type
 from tilejit.gpu.target import TargetDescription
 
 from . import memory_ptx
+from .inline_ptx import inline_ptx
 
 # math op -> libdevice base name; f32 adds the `f` suffix (`__nv_expf`), f64 uses the bare name.
 _LIBDEVICE = {
@@ -30,22 +31,17 @@ _INTRINSICS = {
 }
 
 
-def _ptx_asm(builder, text: str, constraints: str, args):
-    fnty = llir.FunctionType(F32, [a.type for a in args])
-    return builder.asm(fnty, text, constraints, list(args), side_effect=False)
-
-
 def _fast_exp(builder, args):
     """Triton's fp32 `tl.exp`: x * log2(e) (an fmul LLVM may contract), then `ex2.approx.f32`
     (2 ulp; not flushed to zero). `libdevice.exp` keeps the accurate __nv_expf."""
     scaled = builder.fmul(args[0], llir.Constant(F32, 1.4426950408889634))
     scaled.flags.append("contract")
-    return _ptx_asm(builder, "ex2.approx.f32 $0, $1;", "=f,f", [scaled])
+    return inline_ptx(builder, F32, "ex2.approx.f32 $0, $1;", "=f,f", [scaled], side_effect=False)
 
 
 def _full_div(builder, args):
     """Triton's fp32 `/` and `tl.fdiv`: `div.full.f32` (2 ulp). `tl.div_rn` stays IEEE (div.rn)."""
-    return _ptx_asm(builder, "div.full.f32 $0, $1, $2;", "=f,f,f", args)
+    return inline_ptx(builder, F32, "div.full.f32 $0, $1, $2;", "=f,f,f", args, side_effect=False)
 
 
 # fp32 ops that Triton 3.x compiles to the fast approximate instructions (checked against Triton

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import llvmlite.ir as llir
 
+from .inline_ptx import inline_ptx as _asm
+
 _REGISTER = {8: "h", 16: "h", 32: "r", 64: "l"}   # NVPTX inline-asm register classes (b8 in a 16-bit one)
 # LLVM atomicrmw name -> (PTX op, type kind: u/s/b integer, f float)
 _ATOM_OPS = {"add": ("add", "u"), "fadd": ("add", "f"), "max": ("max", "s"), "min": ("min", "s"),
@@ -51,11 +53,6 @@ def _words(ty):
         return 64, count
     total = bits * count
     return (32, total // 32) if total >= 32 else (total, 1)
-
-
-def _asm(builder, ret, text: str, constraints: str, args):
-    fnty = llir.FunctionType(ret, [a.type for a in args])
-    return builder.asm(fnty, text, constraints, list(args), side_effect=True)
 
 
 def _to_words(builder, value, word_bits: int, count: int):

@@ -27,6 +27,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import F32, I32
 
+from .inline_ptx import inline_ptx as _asm
 from .mma_sync import H2, pack_halves, unpack_halves
 from .shared_operands import WgmmaTile, descriptor_bits
 
@@ -43,11 +44,6 @@ class WgmmaOperand:
     tile: WgmmaTile
     base_bytes: object
     op_idx: int
-
-
-def _asm(builder, ret, text: str, constraints: str, args):
-    fnty = llir.FunctionType(ret, [a.type for a in args])
-    return builder.asm(fnty, text, constraints, args, side_effect=True)
 
 
 def _descriptors(self, operand: WgmmaOperand, extra_bytes, ks) -> list:
