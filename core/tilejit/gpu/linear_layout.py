@@ -10,6 +10,7 @@ algorithm and one layout conversion, whatever the encodings are.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterator, List, Tuple
 
@@ -67,8 +68,13 @@ class LinearLayout:
         return tuple(out)
 
     def register_offsets(self) -> List[Tuple[int, ...]]:
-        """The part of each register's coordinates that does not depend on lane and warp."""
-        return [self.coords(r, 0, 0) for r in range(self.num_registers)]
+        """The part of each register's coordinates that does not depend on lane and warp (a new list;
+        computed once per layout: the lowering asks for it per register of large tensors)."""
+        return list(self._register_offsets)
+
+    @functools.cached_property
+    def _register_offsets(self) -> Tuple[Tuple[int, ...], ...]:
+        return tuple(self.coords(r, 0, 0) for r in range(self.num_registers))
 
     def thread_elements(self, lane: int, warp: int) -> List[Tuple[int, ...]]:
         """Every element thread (lane, warp) holds, in register order."""

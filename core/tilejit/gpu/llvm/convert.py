@@ -125,9 +125,11 @@ def convert_through_shared(self, src_value, dst_type):
             return inner_c
         return self.b.add(self.b.mul(idx, llir.Constant(I32, pitch)), inner_c)
 
-    def in_round(layout, register, round_):
-        """Register `register` of `layout` holds an element of round `round_` (chunk bits' value)."""
-        off = layout.register_offsets()[register]
+    src_offsets, dst_offsets = src.register_offsets(), dst.register_offsets()
+
+    def in_round(offsets, register, round_):
+        """Register `register` (of the layout with these offsets) holds an element of round `round_`."""
+        off = offsets[register]
         return all(((off[d] >> bit) & 1) == ((round_ >> i) & 1) for i, (d, bit) in enumerate(chunks))
 
     values = self.get(src_value)
@@ -139,10 +141,10 @@ def convert_through_shared(self, src_value, dst_type):
         if round_:
             self.isa.barrier(self.b)   # the last round's reads are done before this round's writes
         _store_round(self, src, values, src_vec, src_coords, index, store_ty, elem, is_ptr, elem_bytes,
-                     lambda r, k=round_: in_round(src, r, k))
+                     lambda r, k=round_: in_round(src_offsets, r, k))
         self.isa.barrier(self.b)
         _load_round(self, dst, dst_vec, dst_coords, index, store_ty, elem, is_ptr, elem_bytes, out,
-                    lambda r, k=round_: in_round(dst, r, k))
+                    lambda r, k=round_: in_round(dst_offsets, r, k))
     self.isa.barrier(self.b)
     return out
 
@@ -150,8 +152,9 @@ def convert_through_shared(self, src_value, dst_type):
 def _store_round(self, src, values, vec, src_coords, index, store_ty, elem, is_ptr, elem_bytes, wanted):
     # Replicated registers (zero register bases) would only write the same value twice: skip them.
     written = set()
+    offsets = src.register_offsets()
     for r0 in range(0, len(values), vec):
-        key = src.register_offsets()[r0]
+        key = offsets[r0]
         if key in written or not wanted(r0):
             continue
         written.add(key)
