@@ -248,13 +248,25 @@ def test_fp8_and_tf32_k_major_matmuls_take_pipelined_wgmma(dtype, bk, instr):
         assert ck.asm["cubin"][:4] == b"\x7fELF"
 
 
-def test_tf32_with_an_n_major_b_keeps_mma_sync():
-    """wgmma cannot transpose a 32-bit operand: a row-major B keeps the tf32 mma.sync."""
+@pytest.mark.parametrize("num_warps,bm", [(8, 128), (4, 64)])
+def test_tf32_with_an_n_major_b_copies_each_element_into_a_k_major_tile(num_warps, bm):
+    """wgmma reads 32-bit operands K-major only: a row-major B is copied element by element (4-byte
+    cp.async, as Triton on sm_90) into a K-major tile, and the loop takes the pipelined wgmma .tf32."""
     sig = dict(MATMUL_SIGNATURE, a_ptr="*fp32", b_ptr="*fp32")
-    src = ASTSource(_matmul, sig, {"BM": 128, "BN": 128, "BK": 32, "OTHER": 0.0, "SCALE_INSIDE": False},
+    src = ASTSource(_matmul, sig, {"BM": bm, "BN": 128, "BK": 32, "OTHER": 0.0, "SCALE_INSIDE": False},
                     {(i,): D16 for i in range(6)})
-    ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
-    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": num_warps, "num_stages": 3})
+    ptx = ck.asm["ptx"]
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") == 4   # BK = 32: 4 k-steps
+    assert ", p, 1, 1;" in ptx   # both tiles K-major: no transpose operands
+    # B (32 x 128 floats) is 4096 / threads elements a thread, one 4-byte copy each, in each of the
+    # two prologue stages and the loop; A keeps 16-byte copies
+    b_copies = 32 * 128 // (32 * num_warps)
+    assert ptx.count("cp.async.ca.shared.global") == 3 * b_copies
+    assert re.search(r"cp\.async\.ca\.shared\.global \[%r\d+(\+\d+)?\], \[%rd\d+\], 4,", ptx)
+    assert ptx.count("cp.async.cg.shared.global") == 3 * bm * 32 // (4 * 32 * num_warps)
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
 
 
 @tilejit.jit

@@ -56,8 +56,9 @@ def test_tf32_dot_matches_torch_on_truncated_inputs(BM, BN, BK, warps, b_t):
     a = torch.randn(M, K, device="cuda")
     b = torch.randn(N, K, device="cuda").t() if b_t else torch.randn(K, N, device="cuda")
     c, ptx = _run(a, b, torch.float32, "tf32", BM, BN, BK, warps)
-    # a K-major B (and A) takes the pipelined wgmma .tf32 on sm_90; an N-major B the mma.sync
-    if b_t and torch.cuda.get_device_capability()[0] == 9:
+    # sm_90 takes the pipelined wgmma .tf32: a K-major B is copied in vectors, an N-major one element
+    # by element into a K-major tile; sm_80 the mma.sync
+    if torch.cuda.get_device_capability()[0] == 9:
         assert f"wgmma.mma_async.sync.aligned.m64n{BN}k8.f32.tf32.tf32" in ptx
     else:
         assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx

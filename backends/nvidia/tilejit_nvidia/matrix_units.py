@@ -63,7 +63,8 @@ def wgmma_kind(dot: DotSite) -> Optional[str]:
     """The wgmma form of `dot`, or None: f16/bf16 (f32 accumulator, f16 too for f16; A from shared
     memory or registers, either operand K- or MN-major), or fp8 (e4m3/e5m2, mixed too) and tf32 with
     an f32 accumulator, which wgmma reads only K-major from shared memory (the PTX ISA allows the
-    transpose bits for 16-bit types alone)."""
+    transpose bits for 16-bit types alone; a tf32 tile loaded along M or N is transposed as it is
+    copied)."""
     kind = mma_sync_kind(dot)
     if kind in ("f16", "bf16"):
         return kind
@@ -78,14 +79,22 @@ def wgmma_kind(dot: DotSite) -> Optional[str]:
     return kind
 
 
+def _block_load(op: ir.Operation, name: str) -> Optional[ir.Operation]:
+    """The load in the dot's block that operand `name` of dot `op` is, else None."""
+    v = op.operand(name)
+    load = v.owner if isinstance(v.owner, ir.Operation) else None
+    return load if load is not None and load.name == "tt.load" and load.parent is op.parent else None
+
+
+def _loaded_in_block(op: ir.Operation, name: str, k_dim: int) -> bool:
+    return _block_load(op, name) is not None
+
+
 def _loaded_k_major(op: ir.Operation, name: str, k_dim: int) -> bool:
     """Operand `name` of dot `op` is a load in the dot's block whose access runs along K (its
     coalesced layout's fastest dim), so its pipelined tile is K-major."""
-    v = op.operand(name)
-    load = v.owner if isinstance(v.owner, ir.Operation) else None
-    if load is None or load.name != "tt.load" or load.parent is not op.parent:
-        return False
-    order = getattr(load.results[0].type.encoding, "order", None)
+    load = _block_load(op, name)
+    order = getattr(load.results[0].type.encoding, "order", None) if load is not None else None
     return bool(order) and order[0] == k_dim
 
 
@@ -115,8 +124,11 @@ class Wgmma(MatrixUnit):
         if kind in ("fp8", "tf32"):
             # Both tiles K-major, each row of K whole 128-byte swizzle slabs (the pipeline's wgmma
             # tile); otherwise the well-trodden mma.sync layout rather than version 3 without wgmma.
+            # A tf32 operand loaded along M or N is transposed by its copies (one cp.async of 4 bytes
+            # an element, `pipeline.wgmma_copy`); fp8 elements are too small for that.
             k_bytes = dot.shape[2] * (1 if kind == "fp8" else 4)
-            if k_bytes % 128 or not (_loaded_k_major(dot.op, "a", 1) and _loaded_k_major(dot.op, "b", 0)):
+            loaded = _loaded_k_major if kind == "fp8" else _loaded_in_block
+            if k_bytes % 128 or not (loaded(dot.op, "a", 1) and loaded(dot.op, "b", 0)):
                 return None
         return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
 

@@ -112,9 +112,7 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     inner, vec = copy_vector(analysis, load)
     enc = convert.results[0].type.encoding
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
-        return (enc.parent.version_major == 3 and inner == wgmma_k_dim(enc.op_idx)
-                and vec * _WGMMA_ONLY_TYPES[elem] >= 4
-                and WgmmaTile(tuple(res.shape), inner, _WGMMA_ONLY_TYPES[elem]).fits())
+        return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None
     if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
         return False
     return plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None
@@ -123,6 +121,25 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
 def wgmma_k_dim(op_idx: int) -> int:
     """The K dim of dot operand `op_idx` (A: M x K, B: K x N)."""
     return 1 if op_idx == 0 else 0
+
+
+def wgmma_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int):
+    """(contiguous dim of the shared tile, elements per cp.async) of a load that operand `op_idx` of a
+    wgmma dot reads through descriptors, or None when its tile cannot be one.
+
+    16-bit tiles keep the load's contiguous dim (wgmma transposes them itself). fp8 and tf32 are read
+    K-major only: a load contiguous along K copies vectors; a 32-bit load contiguous along M or N
+    (fp32 B of a row-major [K, N] matrix, the common case) copies each element with its own 4-byte
+    cp.async into the K-major tile, transposing on the way, as Triton does on sm_90."""
+    eb = element_bytes(load)
+    shape = tuple(load.results[0].type.shape)
+    inner, vec = copy_vector(analysis, load)
+    k_dim = wgmma_k_dim(op_idx)
+    if eb == 2 or (inner == k_dim and vec * eb >= 4):
+        return (inner, vec) if inner is not None and WgmmaTile(shape, inner, eb).fits() else None
+    if eb == 4 and WgmmaTile(shape, k_dim, eb).fits():
+        return k_dim, 1
+    return None
 
 
 def _address_slice(loop: ir.Operation, loads):

@@ -29,7 +29,7 @@ from tilejit.gpu.isa import I32
 from tilejit.gpu.llvm.convert import _run_length
 from tilejit.gpu.llvm.scalar_ops import llvm_type
 
-from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_k_dim
+from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_copy
 from .shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 
 I1 = llir.IntType(1)
@@ -232,11 +232,12 @@ class _Buffer:
         enc = convert.results[0].type.encoding
         self.wgmma = wgmma
         if wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
+            inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
             self.tile = SwizzledTile(tuple(res_t.shape), inner)
             self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
-        if (self.plan is None and not wgmma) or self.vec < 2:
+        if (self.plan is None and not wgmma) or self.vec * self.elem_bytes < 4:
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
         self.nbytes = self.tile.nbytes * stages
@@ -264,10 +265,7 @@ def _wgmma_converts(self, pipe):
         if pair is None or not _feeds_only_dots(pair[1].results[0]):
             return None
         load, conv = pair
-        eb = element_bytes(load)
-        tile = WgmmaTile(tuple(load.results[0].type.shape), copy_vector(self.analysis, load)[0], eb)
-        k_major = tile.inner == wgmma_k_dim(conv.results[0].type.encoding.op_idx)
-        return conv if tile.inner is not None and tile.fits() and (eb == 2 or k_major) else None
+        return conv if wgmma_copy(self.analysis, load, conv.results[0].type.encoding.op_idx) else None
 
     chosen = set()
     for op in pipe.loop.regions[0].blocks[0].ops:
