@@ -6,7 +6,8 @@ global, and the NVVM intrinsics the core lowering uses (thread and block ids, th
 shuffles) become calls back into Python, where barriers are `threading.Barrier`s and a shuffle is an
 exchange through a list. One CTA runs at a time. Inline PTX (atomics, cp.async, mma) and libdevice
 calls cannot run here: kernels using them are out of scope, except the masked stores (`@p st.global`),
-which become calls back into Python.
+which become calls back into Python, and the masked loads (`@p ld.global`), which become small LLVM
+functions.
 
 It found the layout bug of Triton's test_scan2d cummax cases and the scratch overlap of argmax over
 fp64 exactly as the H100 showed them (same mismatch counts).
@@ -57,6 +58,35 @@ def _predicated_store(ptr, words, pred, bits):
 
 _PREDICATED_STORE = re.compile(
     r'call void asm sideeffect "@\$\d+ st\.global(?:\.v(\d))?\.b(\d+) \[\$0\], [^"]*", "[^"]*"\(([^\n]*)\)')
+# `@p ld.global[.vN].bW {outs}, [addr];` with `other` tied to the outputs: (return type, width, count, args)
+_PREDICATED_LOAD = re.compile(
+    r'call ([^"]*?) asm sideeffect "@\$\d+ ld\.global(?:\.v(\d))?\.b(\d+) [^"]*", "[^"]*"\(([^\n]*)\)')
+
+
+def _predicated_load_definition(name: str, ret: str, bits: int, count: int) -> str:
+    """An LLVM function doing what the masked load's inline PTX does: load `count` words where the
+    predicate holds, else return the `other` words it was given."""
+    word = "i16" if bits == 8 else f"i{bits}"
+    params = ", ".join(f"{word} %o{i}" for i in range(count))
+    lines = [f'define {ret} @"{name}"(i1 %p, ptr %a, {params}) {{', "entry:", "  br i1 %p, label %ld, label %skip", "ld:"]
+    if bits == 8:
+        lines += ["  %b = load i8, ptr %a", "  %w0 = zext i8 %b to i16"]
+    elif count == 1:
+        lines += [f"  %w0 = load {word}, ptr %a"]
+    else:
+        lines += [f"  %v = load <{count} x {word}>, ptr %a"]
+        lines += [f"  %w{i} = extractelement <{count} x {word}> %v, i32 {i}" for i in range(count)]
+
+    def ret_of(prefix, label):
+        if count == 1:
+            return [f"  ret {word} %{prefix}0"]
+        out, prev = [], "undef"
+        for i in range(count):
+            out.append(f"  %{label}{i} = insertvalue {ret} {prev}, {word} %{prefix}{i}, {i}")
+            prev = f"%{label}{i}"
+        return out + [f"  ret {ret} {prev}"]
+    lines += ret_of("w", "r") + ["skip:"] + ret_of("o", "s") + ["}"]
+    return "\n".join(lines) + "\n"
 
 
 def _install():
@@ -116,6 +146,15 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
         used.add(f"sim_pstore_{m.group(2)}_{m.group(1) or 1}")
         return f'call void @"sim_pstore_{m.group(2)}_{m.group(1) or 1}"({m.group(3)})'
     ir = _PREDICATED_STORE.sub(predicated_store, ir)
+    loads = {}
+
+    def predicated_load(m):
+        ret, count, bits, args = m.group(1).strip(), int(m.group(2) or 1), int(m.group(3)), m.group(4)
+        name = f"sim_pload_{bits}_{count}"
+        loads[name] = _predicated_load_definition(name, ret, bits, count)
+        return f'call {ret} @"{name}"({args})'
+    ir = _PREDICATED_LOAD.sub(predicated_load, ir)
+    ir += "".join("\n" + text for text in loads.values())
     for name in sorted(used):
         bits, count = (int(x) for x in name.split("_")[2:])
         word = "i16" if bits == 8 else f"i{bits}"

@@ -66,8 +66,10 @@ def test_llvm_module_verifies(name, isa):
 def test_llvm_vector_add_loads_float4():
     text, _ = llvm_ir("vadd", NvidiaISA(90, 32))
     filecheck(text, "CHECK: define ptx_kernel void @\"add_kernel\"\n"
-                    "CHECK: load <4 x float>, ptr addrspace(1) {{.*}}, align 16\n"
-                    # masked: a predicated 16-byte store (inline PTX, as Triton's)
+                    # masked: predicated 16-byte loads (`other` in the result registers) and store
+                    # (inline PTX, as Triton's)
+                    "CHECK: asm sideeffect \"@$4 ld.global.v4.b32 {$0, $1, $2, $3}, [$5];\", "
+                    "\"=r,=r,=r,=r,b,l,0,1,2,3,~{memory}\"\n"
                     "CHECK: asm sideeffect \"@${{[0-9]+}} st.global.v4.b32 [$0], {$1, $2, $3, $4};\"\n")
 
 

@@ -191,6 +191,10 @@ class NvidiaISA(TargetDescription):
         value = memory_ptx.load(self, builder, ptr, ty, cache, evict, volatile)
         return value if value is not None else super().global_load(builder, ptr, ty, align)
 
+    def predicated_global_load(self, builder, ptr, ty, align, pred, other, cache="none", evict="normal",
+                               volatile=False):
+        return memory_ptx.load(self, builder, ptr, ty, cache, evict, volatile, pred, other)
+
     def global_store(self, builder, value, ptr, align, cache="none", evict="normal") -> None:
         if not memory_ptx.store(self, builder, value, ptr, cache, evict):
             super().global_store(builder, value, ptr, align)

@@ -96,24 +96,40 @@ def _eviction(arch: int, evict: str) -> str:
     return evict if evict in _EVICT and _ptx_version(arch) >= 74 else "normal"
 
 
-def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
-    """The load as inline PTX, or None where it has no qualifier (a plain LLVM load then)."""
+def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool, pred=None, other=None):
+    """The load as inline PTX, or None where it has no qualifier and no predicate (a plain LLVM load
+    then). `pred` (i1) and `other` (a `ty` value): where `pred` fails the result is `other`, as
+    Triton's masked load: `other` is placed in the result registers and `@p ld.global...` overwrites
+    them. A branch around a plain load instead cuts the code into one block per masked vector;
+    ptxas then keeps the vectors apart (in group_norm's 512-values-a-thread block, 4x the spill
+    requests of Triton's code)."""
     evict = _eviction(isa.arch, evict) if evict in _EVICT else evict
-    if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT or not _is_number(ty):
+    if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT and pred is None or not _is_number(ty):
         return None
     word_bits, count = _words(ty)
     if volatile:   # ld.volatile takes no cache operator or eviction priority
         head, quals, policy = "", "ld.volatile.global", ""
     elif cache in _LOAD_CACHE:   # a cache operator excludes an eviction priority (ptxas rejects both)
         head, quals, policy = "", f"ld.global.{cache}", ""
-    else:
+    elif evict in _EVICT:
         head, quals, policy = _with_policy(isa.arch, evict, "ld.global")
+    else:
+        head, quals, policy = "", "ld.global", ""
     vec = f".v{count}" if count > 1 else ""
-    text = f"{head}{quals}{vec}.b{word_bits} {_operands(0, count)}, [${count}]{policy};" + ("\n\t}" if head else "")
+    # operands: the result words, then the predicate (if any), the address, and `other`'s words tied
+    # to the result registers
+    guard = f"@${count} " if pred is not None else ""
+    address = count + (pred is not None)
+    text = (f"{head}{guard}{quals}{vec}.b{word_bits} {_operands(0, count)}, [${address}]{policy};"
+            + ("\n\t}" if head else ""))
     reg_ty = llir.IntType(16 if word_bits == 8 else word_bits)
     ret = reg_ty if count == 1 else llir.LiteralStructType([reg_ty] * count)
-    constraints = ",".join([f"={_REGISTER[word_bits]}"] * count + ["l", "~{memory}"])
-    res = _asm(builder, ret, text, constraints, [ptr])
+    constraints = [f"={_REGISTER[word_bits]}"] * count + (["b"] if pred is not None else []) + ["l"]
+    args = ([pred] if pred is not None else []) + [ptr]
+    if pred is not None:
+        constraints += [str(i) for i in range(count)]
+        args += _to_words(builder, other, word_bits, count)
+    res = _asm(builder, ret, text, ",".join(constraints + ["~{memory}"]), args)
     words = [res] if count == 1 else [builder.extract_value(res, i) for i in range(count)]
     return _from_words(builder, words, ty, word_bits)
 

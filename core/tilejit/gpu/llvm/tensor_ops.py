@@ -331,19 +331,26 @@ class TensorOps:
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
                      {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
         hints = _memory_hints(op)
+
+        def load_where(cond, ptr, ty, align, default):
+            # a predicated load where the target has one (as Triton's `@p ld`), else a branch
+            if cond is not None and not isinstance(cond, llir.Constant):
+                value = self.isa.predicated_global_load(self.b, ptr, ty, align, cond, default, **hints)
+                if value is not None:
+                    return value
+            return self._guarded(cond, lambda: self._load(ptr, ty, align, hints), default)
+
         out = []
         for g in range(0, len(ptrs), vec):
             cond = masks[g] if masks is not None else None
             if vec == 1:
-                loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], elem, bytes_per, hints),
-                                       others[g])
-                out.append(loaded)
+                out.append(load_where(cond, ptrs[g], elem, bytes_per, others[g]))
                 continue
             vty = llir.VectorType(elem, vec)
             default = llir.Constant(vty, None)
             for i in range(vec):
                 default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
-            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, hints), default)  # noqa: B023
+            loaded = load_where(cond, ptrs[g], vty, bytes_per * vec, default)
             out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
         self.set(op.result, out)
 
