@@ -47,6 +47,11 @@ class CompilationError(TilejitError):
             linecache.getline(file, line).rstrip("\n") if file and line else None)
         super().__init__(self._render())
 
+    @property
+    def error_message(self) -> str:
+        """The message alone, without the location (Triton's `CompilationError.error_message`)."""
+        return self.message
+
     @classmethod
     def at(cls, loc, message: str, kernel: str | None = None) -> "CompilationError":
         """Build the error from an `ir.Location` (or anything with file/line/col)."""

@@ -151,7 +151,7 @@ def test_const_pointer_can_be_read_but_not_written(device):
     out = device.zeros(16, np.float32)
     _const_copy_kernel[(1,)](device.tensor(x), out, BLOCK=16)
     np.testing.assert_array_equal(device.numpy(out), x + 1)
-    with pytest.raises(tilejit.CompilationError, match="cannot store to a constant pointer"):
+    with pytest.raises(tilejit.CompilationError, match="Cannot store to a constant pointer"):
         _const_store_kernel[(1,)](device.tensor(x), BLOCK=16)
 
 

@@ -197,8 +197,9 @@ class StatementsMixin:
         for i, (a, b) in enumerate(zip(then_t, else_t)):
             if a.type != b.type:
                 name = _name_of_leaf(yielded, i)
-                raise TypeError(f"mismatched type for '{name}' between the then block ({a.type}) and the else "
-                                f"block ({b.type}); both branches must give it the same type")
+                # Triton's wording ("Mismatched type for x between then block ..."), which its tests match
+                raise TypeError(f"Mismatched type for {name} between then block ({a.type}) and else block "
+                                f"({b.type}); both branches must give it the same type")
         results = self.emit_if(cond, then_block, then_t, else_block, else_t, bool(node.orelse))
         self.scope = dict(before)
         self.scope.update(merged)
@@ -249,7 +250,7 @@ class StatementsMixin:
     def finish_returning_if(self, node, cond, then_block, then_ret, else_block, else_ret):
         (then_vals, then_tree), (else_vals, else_tree) = then_ret, else_ret
         if then_tree != else_tree or [v.type for v in then_vals] != [v.type for v in else_vals]:
-            raise TypeError("the branches of this 'if' return different types: "
+            raise TypeError("Return type mismatch: the branches of this 'if' return different types: "
                             f"{[str(v.type) for v in then_vals]} and {[str(v.type) for v in else_vals]}")
         results = self.emit_if(cond, then_block, then_vals, else_block, else_vals, True)
         self.emit_return(rebuild(then_tree, results) if then_tree != "none" else None, node)
@@ -276,7 +277,7 @@ class StatementsMixin:
         if tv is None or ev is None:
             raise TypeError("one value of this conditional expression is None and the other is not")
         if tv.type != ev.type:
-            raise TypeError(f"the two values of a conditional expression have different types: {tv.type} "
+            raise TypeError(f"Ternary expression with dynamic condition has inconsistent types {tv.type} "
                             f"and {ev.type}")
         return self.emit_if(cond, tb, [tv], eb, [ev], True)[0]
 

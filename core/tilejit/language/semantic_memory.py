@@ -179,7 +179,7 @@ class MemorySemanticMixin:
             what = ptr.type.scalar if isinstance(ptr, tl.tensor) else type(ptr).__name__
             raise ValueError(f"unsupported ptr type {what} in `tl.store`: expected a pointer")
         if ptr.type.scalar.is_const():
-            raise ValueError("cannot store to a constant pointer")
+            raise ValueError("Cannot store to a constant pointer")
         attrs = {"cache": _lookup(_STORE_CACHE, cache_modifier, "store cache_modifier"),
                  "evict": _lookup(_EVICTION, eviction_policy, "eviction_policy")}
         mask = tl._unwrap_if_constexpr(mask)
