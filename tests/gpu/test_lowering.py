@@ -1,10 +1,16 @@
 """TTIR -> TTGIR -> LLVM -> PTX / AMDGCN for hand-written kernels (vector add, softmax, matmul)."""
 import os
+import re
 
 import llvmlite.binding as llvm
 import pytest
 
+import tilejit
+import tilejit.language as tl
+
 from tilejit import ir
+from tilejit.backends import GPUTarget
+from tilejit.frontend.source import ASTSource
 from tilejit.gpu.llvm import lower_module
 from tilejit.gpu.ttgir import GPUConfig, make_ttgir
 from tilejit_amd.isa import AmdISA
@@ -100,3 +106,26 @@ def test_amdgcn(arch, warp):
     filecheck(llir_to_amdgcn(llvm_ir("vadd", isa)[0], arch), f"CHECK: {load}\n")
     filecheck(llir_to_amdgcn(llvm_ir("softmax", isa)[0], arch), "CHECK: ds_bpermute_b32\n")
     filecheck(llir_to_amdgcn(llvm_ir("matmul", isa)[0], arch), "CHECK: s_barrier\n")
+
+
+@tilejit.jit
+def _row_scale(x_ptr, w_ptr, out_ptr, n, R: tl.constexpr, C: tl.constexpr):
+    cols = tl.arange(0, C)
+    w = tl.load(w_ptr + cols, mask=cols < n, other=0.0)   # small: reloaded in the tile's layout
+    rows = tl.arange(0, R)
+    offs = rows[:, None] * C + cols[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * w[None, :])
+
+
+def test_a_load_nobody_reads_is_not_emitted():
+    """The row `w` is loaded again in the tile's layout (tritongpu-rematerialize-indices), which leaves
+    the first load unused. A masked load is inline PTX with side effects, so LLVM would keep it: the
+    lowering emits nothing for it. PTX: the x tile's 4 plain 16-byte loads, and w's 4 elements a thread
+    in the tile's layout, each a predicated 4-byte load (`n` has no known divisibility)."""
+    sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "R": "constexpr", "C": "constexpr"}
+    src = ASTSource(_row_scale, sig, {"R": 32, "C": 64}, {(i,): [["tt.divisibility", 16]] for i in range(3)})
+    ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4}).asm["ptx"]
+    loads = re.findall(r"(?:@%p\d+ )?ld\.global[\w.]*", ptx)
+    kinds = [re.sub(r"@%p\d+ ", "@p ", load) for load in loads]
+    assert sorted(kinds) == ["@p ld.global.b32"] * 4 + ["ld.global.v4.b32"] * 4, loads

@@ -326,6 +326,12 @@ class TensorOps:
         ptrs = self.get(ptr)
         masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
+        if not op.result.uses and not op.attrs.get("is_volatile"):
+            # Nobody reads it (a small load reloaded in its users' layout leaves the first one
+            # unused): emit nothing. A target's loads may be inline PTX with side effects, which
+            # LLVM would keep.
+            self.set(op.result, [llir.Constant(elem, None)] * len(ptrs))
+            return
         others = self.get(other) if other is not None else [llir.Constant(elem, None)] * len(ptrs)
         vec = self._vector_width(op, ptr, mask)
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
