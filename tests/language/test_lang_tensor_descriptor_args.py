@@ -110,3 +110,24 @@ def test_descriptor_atomic_refuses_a_type_triton_refuses(device):
     with pytest.raises(tilejit.CompilationError, match="atomic_and: unsupported element type"):
         _descriptor_reduce[(1, 1)](TensorDescriptor.from_tensor(out, [8, 16]), out, 8, 16, M_BLOCK=8, N_BLOCK=16,
                                    KIND="and", DEVICE_DESC=False)
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("device_desc", [False, True])
+def test_descriptor_min_max_of_float16(device, kind, device_desc):
+    """fp16 min/max reductions (Triton takes them on sm_90, where the TMA has them): a compare-and-swap
+    loop on GPUs, NaN-propagating as NumPy's minimum/maximum."""
+    M, N, MB, NB = 20, 16, 8, 16
+    rs = np.random.RandomState(11)
+    src = rs.standard_normal((M, N)).astype(np.float16)
+    dst = rs.standard_normal((M, N)).astype(np.float16)
+    src[2, 3], dst[4, 5] = np.nan, np.nan
+    out = device.tensor(dst)
+    target = out if device_desc else TensorDescriptor.from_tensor(out, [MB, NB])
+    grid = ((M + 3 + MB - 1) // MB, N // NB)
+    _descriptor_reduce[grid](target, device.tensor(src), M, N, M_BLOCK=MB, N_BLOCK=NB, KIND=kind,
+                             DEVICE_DESC=device_desc)
+    expected = (np.minimum if kind == "min" else np.maximum)(dst, src)
+    got = device.numpy(out)
+    assert np.isnan(got[2, 3]) and np.isnan(got[4, 5])
+    np.testing.assert_array_equal(got, expected)

@@ -473,6 +473,10 @@ class MemorySemanticMixin:
         ptr = self.broadcast_to(ptr, block)
         mask = self.broadcast_to(mask, block)
         value = self.broadcast_to(self.cast(self.to_tensor(value), desc.dtype), block)
+        if op in ("min", "max") and desc.dtype in (tl.float16, tl.bfloat16):
+            # tl.atomic_min/max refuse 16-bit floats (Triton's rule); descriptor reductions take them
+            self._rmw(op, ptr, value, mask, "relaxed", "gpu")
+            return None
         self.atomic_rmw(op, ptr, value, mask, "relaxed", "gpu")
         return None
 

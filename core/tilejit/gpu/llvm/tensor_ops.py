@@ -450,6 +450,9 @@ class TensorOps:
         sem, scope = op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu")
         ptrs, vals = self.get(op.operands[0]), self.get(op.operands[1])
         elem_t = ir.element_type(op.result.type)
+        if kind in ("max", "min") and str(elem_t) in ("f16", "bf16"):
+            self._half_minmax(op, kind, ptrs, vals, sem, scope)
+            return
         if is_storage_float(elem_t):
             # bf16 has no LLVM type here (it is kept as i16): the target's own atomic add where it
             # has one (sm_90's atom.add.bf16), else a compare-and-swap loop on the bits.
@@ -477,6 +480,36 @@ class TensorOps:
             return
         self._atomic_each(op, lambda i: self.isa.atomic_rmw(self.b, self._RMW[kind], ptrs[i],
                                                             vals[i if len(vals) > 1 else 0], sem, scope, str(elem_t)))
+
+    def _half_minmax(self, op, kind, ptrs, vals, sem, scope):
+        """fp16/bf16 atomic max/min (descriptor reductions; no GPU has the atom): a compare-and-swap
+        loop on the 16 bits, the comparison in f32 (exact: the result is one of the two), NaN-
+        propagating and -0 < +0 as `llvm.maximum`/`minimum` (NumPy's maximum/minimum in the
+        interpreter)."""
+        t = op.result.type
+        half = str(ir.element_type(t)) == "f16"
+        i16 = llir.IntType(16)
+        f32 = llir.FloatType()
+        intrinsic = self.b.module.declare_intrinsic(f"llvm.{'maximum' if kind == 'max' else 'minimum'}", [f32],
+                                                     llir.FunctionType(f32, [f32, f32]))
+
+        def as_f32(bits_or_value, is_bits):
+            if half:
+                value = self.b.bitcast(bits_or_value, llir.HalfType()) if is_bits else bits_or_value
+                return self.b.fpext(value, llir.FloatType())
+            return to_compute(self.b, bits_or_value, t)
+
+        def combine(old, i):
+            new = vals[i if len(vals) > 1 else 0]
+            picked = self.b.call(intrinsic, [as_f32(old, True), as_f32(new, not half)])
+            if half:
+                return self.b.bitcast(self.b.fptrunc(picked, llir.HalfType()), i16)
+            return from_compute(self.b, picked, t)
+
+        def each(i):
+            old = self._cas_loop(ptrs[i], lambda old: combine(old, i), sem, scope)
+            return self.b.bitcast(old, llir.HalfType()) if half else old
+        self._atomic_each(op, each)
 
     def _cas_loop(self, ptr, combine, sem, scope):
         """Atomically replace *ptr (an integer) by combine(old); returns old."""
