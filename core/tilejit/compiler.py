@@ -201,18 +201,24 @@ class CompiledKernel:
         # Seconds each stage took when this process compiled the kernel ({} when it came from the
         # disk cache): what `bench/compile_speed.py` reports. Not metadata: it differs run to run.
         self.stage_times: dict = {}
+        # What a launch calls: the launcher's `direct_call` function when it has one (see
+        # `tilejit.backends.Launcher`), else the launcher itself; None until the first launch.
         self._launcher = None
+        self._launcher_object = None
         self._lock = threading.Lock()
 
     @property
     def launcher(self):
-        if self._launcher is None:
+        """The backend's launcher of this kernel, made on first use."""
+        if self._launcher_object is None:
             with self._lock:
-                if self._launcher is None:
+                if self._launcher_object is None:
                     backends = _backends()
                     launcher = backends.backend_for_target(self.target).make_launcher(self)
-                    self._launcher = launcher
-        return self._launcher
+                    # `_launcher` first: a thread that sees it set launches without the lock.
+                    self._launcher = getattr(launcher, "direct_call", None) or launcher
+                    self._launcher_object = launcher
+        return self._launcher_object
 
     @property
     def runtime_arg_names(self) -> list:
@@ -241,7 +247,8 @@ class CompiledKernel:
         hooks fire here (so both `kernel[grid]` and JIT launches see them), only if some exist."""
         launcher = self._launcher
         if launcher is None:
-            launcher = self.launcher
+            self.launcher  # noqa: B018 - makes the launcher, which sets `_launcher`
+            launcher = self._launcher
         hooks = _launch_hooks_state[0] if _launch_hooks_state else launch_hooks()
         if hooks is _NO_HOOKS and CompiledKernel.launch_enter_hook is None and CompiledKernel.launch_exit_hook is None:
             return launcher(grid, args, stream)

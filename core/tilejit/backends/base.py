@@ -99,6 +99,10 @@ class Launcher(abc.ABC):
     `__call__` normalises the grid and skips empty grids, so every backend behaves the same there.
     Plugin launch hooks fire in `CompiledKernel.run`, which looks them up once per process: asking
     pluggy on every launch would cost several microseconds on the hot path.
+
+    A launcher may also have a `direct_call` attribute: a plain function that does what calling the
+    launcher does. `CompiledKernel` then calls that function (dispatching a call through a Python
+    `__call__` costs ~0.07 us more than calling a function, on a path of a few microseconds).
     """
 
     def __init__(self, compiled_kernel):

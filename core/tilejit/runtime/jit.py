@@ -22,6 +22,7 @@ import inspect
 import threading
 import types
 import weakref
+from functools import partial as _partial
 
 from tilejit import compiler
 from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
@@ -263,21 +264,13 @@ _NO_HOOKS = compiler._NO_HOOKS
 _CompiledKernel = compiler.CompiledKernel
 
 
-def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
-    """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
-    arguments and computes its specialization key in one expression per parameter:
+def _binder_parts(params: list, launch_key: bool = False):
+    """(parameter list, key expressions, namespace) of a generated binder: the parameters as the kernel
+    declares them (defaults read from the namespace) and one expression per parameter computing its
+    key entry. Shared by `_make_specializer` and the launch functions of `tilejit.runtime.fast_launch`.
 
-        def kernel(x, n, BLOCK=<default>, **options):
-            return (x, n, BLOCK), options, (_tj_key(x, 'x', True, True), <inline int test on n>, BLOCK)
-
-    Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
-    needs no loop and no per-parameter plan lookups. The common int (an i32 other than 1) is keyed
-    inline; everything else goes through `_arg_key`.
-
-    With `launch_key`, a torch tensor is keyed inline too, by what its full entry is a function of:
-    `(dtype, 16-byte aligned, device)` with the dtype object unconverted. That key only finds the
-    launch-cache entry; a miss computes the full key (the one compilation uses) with the other binder.
-    A raw dtype never equals a type string, so the two forms cannot collide in the launch cache."""
+    The common int (an i32 other than 1) is keyed inline; everything else goes through `_arg_key`.
+    With `launch_key`, a torch tensor is keyed inline too (see `_make_specializer`)."""
     defaults = {p.name: p.default for p in params if p.has_default}
     pieces = [f"{p.name}=_tj_defaults[{p.name!r}]" if p.has_default else p.name for p in params]
     keys = []
@@ -299,13 +292,31 @@ def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
                         f"else {full})")
             keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if _tj_type({n}) is int and "
                         f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else {full})")
+    namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
+                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
+                 "_tj_annotated": _annotated_key}
+    return pieces, keys, namespace
+
+
+def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
+    """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
+    arguments and computes its specialization key in one expression per parameter:
+
+        def kernel(x, n, BLOCK=<default>, **options):
+            return (x, n, BLOCK), options, (_tj_key(x, 'x', True, True), <inline int test on n>, BLOCK)
+
+    Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
+    needs no loop and no per-parameter plan lookups.
+
+    With `launch_key`, a torch tensor is keyed inline too, by what its full entry is a function of:
+    `(dtype, 16-byte aligned, device)` with the dtype object unconverted. That key only finds the
+    launch-cache entry; a miss computes the full key (the one compilation uses) with the other binder.
+    A raw dtype never equals a type string, so the two forms cannot collide in the launch cache."""
+    pieces, keys, namespace = _binder_parts(params, launch_key)
     options_name = "_tilejit_options"
     source = (f"def {kernel_name}({', '.join(pieces + ['**' + options_name])}):\n"
               f"    return ({''.join(p.name + ', ' for p in params)}), {options_name}, "
               f"({''.join(k + ', ' for k in keys)})\n")
-    namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
-                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
-                 "_tj_annotated": _annotated_key}
     label = "launch binder" if launch_key else "binder"
     exec(compile(source, f"<tilejit {label} of {kernel_name}>", "exec"), namespace)  # noqa: S102
     return namespace[kernel_name]
@@ -444,6 +455,9 @@ class JITFunction(KernelInterface):
         # entry of `cache`. The target depends only on those (the key holds every tensor's type and
         # device). Launch keys key torch tensors by raw dtype (see `_make_specializer`).
         self._launch_cache: dict = {}
+        # `kernel[grid](...)`'s function: `(grid, *args, **kwargs)`, generated at the first launch
+        # (tilejit.runtime.fast_launch); until then the method that generates it.
+        self._fast_launch = self._first_launch
         self._cache_key = None
         self._option_names: dict = {}  # target -> frozenset of accepted option keys
         self._compile_lock = threading.Lock()
@@ -657,16 +671,23 @@ class JITFunction(KernelInterface):
     def run(self, *args, grid, warmup=False, **kwargs):
         """Bind, specialize, compile on a cache miss, then launch (or, with `warmup=True`, return the
         CompiledKernel without launching). Returns the CompiledKernel."""
-        return self._run(args, kwargs, grid, warmup, None)
+        if warmup:
+            return self._run(args, kwargs, grid, True, None)
+        return self._fast_launch(grid, *args, **kwargs)
 
     def __getitem__(self, grid):
-        # One call layer less than KernelInterface's (`run` only forwards to `_run`): the launch path.
-        run = self._run
+        # The launch path: the generated launch function (`fast_launch`) with the grid bound by a
+        # C-level partial, no Python frame between the call and it. It binds any call (it hands what
+        # it does not handle itself, binding errors included, to `_run`).
+        return _partial(self._fast_launch, grid)
 
-        def launcher(*args, **kwargs):
-            return run(args, kwargs, grid, False, None)
-
-        return launcher
+    def _first_launch(self, grid, *args, **kwargs):
+        """Generate this kernel's launch function (once the backends can be imported), then launch."""
+        from tilejit.runtime.fast_launch import make_fast_launch
+        _, keys, namespace = _binder_parts(self.params, launch_key=True)
+        self._fast_launch = make_fast_launch(self, keys, namespace, _grid3, _selection_env,
+                                             _explicit_target_var().get)
+        return self._fast_launch(grid, *args, **kwargs)
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
         try:
