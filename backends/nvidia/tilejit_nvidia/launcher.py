@@ -216,6 +216,11 @@ class CudaLauncher(Launcher):
 @functools.lru_cache(maxsize=256)
 def _launch_code(type_strings: tuple[str, ...]):
     """The compiled `launch(grid, args, stream=None)` of one signature (see `_launch_function`)."""
+    return compile(launch_source(type_strings), f"<tilejit cuda launch {','.join(type_strings)}>", "exec")
+
+
+def launch_source(type_strings) -> str:
+    """The Python source of `launch(grid, args, stream=None)` for one signature."""
     unpack = "".join(f"a{i}, " for i in range(len(type_strings)))
     lines = [
         "def launch(grid, args, stream=None):",
@@ -257,8 +262,7 @@ def _launch_code(type_strings: tuple[str, ...]):
         "        raise CudaCallError('cuLaunchKernel', code, name)",
         "    return None",
     ]
-    source = "\n".join(lines) + "\n"
-    return compile(source, f"<tilejit cuda launch {','.join(type_strings)}>", "exec")
+    return "\n".join(lines) + "\n"
 
 
 def _launch_function(launcher: CudaLauncher):

@@ -1,21 +1,21 @@
 """The cached launch of a `@jit` kernel in one generated function (the hot path of `kernel[grid](...)`).
 
 `JITFunction._run` is the general launch: it binds the arguments with one generated function, then
-reads the selection knobs, the scoped target, the grid and the hooks through helper calls. Each of
-those Python calls costs 0.05-0.2 us, and a cached launch made about ten of them. Here the same steps
-for the common launch (no launch options, a `@jit` without `debug=`, a launch key already cached) are
-generated once per kernel as straight-line code with the kernel's own signature, `grid` first:
+reads the selection knobs, the scoped target, the grid and the hooks through helper calls. Each
+Python call costs 0.05-0.2 us, and a cached launch made about ten of them. Here the same steps for a
+launch with no launch options, of a kernel without `debug=`, whose launch key is already cached, are
+generated once per kernel as straight-line code (`kernel[grid]` binds `grid` with a C-level partial):
 
-    def add_kernel(_tj_grid, /, x_ptr, n, BLOCK=<default>, **_tj_options):
-        if _tj_options or <the kernel has debug=>: return <the general path>
-        entry = <launch cache>.get(((<key of x_ptr>, <key of n>, BLOCK), (), <env knobs>, <scoped target>))
+    def add_kernel(_tj_grid, x_ptr=<not passed>, n=<not passed>, BLOCK=<not passed>, /, *extra, **kw):
+        <bind keywords and defaults; launch options, `debug=` or a bad call: return the general path>
+        entry = <launch cache>.get((<key of x_ptr>, <key of n>, BLOCK, (), <knobs>..., <scoped target>))
         if entry is None: return <the general path>     (it compiles and fills the cache)
         <grid as three ints>; <runtime arguments>; <launcher, or CompiledKernel.run when hooks are set>
 
-The launch key is computed by the same expressions as `_launch_binder`'s and has the shape `_run`
-builds, so both paths share one cache. Anything unusual (launch options, a callable or odd grid is
-handled here; unhashable constexprs, meta tensors, warmup, explicit streams) goes to `_run`, which
-raises the same errors as before.
+The key entries come from the expressions of `_launch_binder`, and the key has the shape `_run`
+builds, so both paths share one cache. The general path gets the arguments exactly as passed, so it
+reports a bad call (binding errors naming the kernel, unknown options, unhashable constexprs, meta
+tensors) as it always did.
 """
 from __future__ import annotations
 
@@ -86,17 +86,19 @@ def make_fast_launch(jit_function, keys: list, namespace: dict, grid3, selection
     if inline is not None:
         environ, data, env_keys = inline
         namespace.update(_tj_os=os, _tj_environ=environ, _tj_env_get=data.get)
-        reads = "".join(f"_tj_env_get({k!r}), " for k in env_keys)
-        env = f"(({reads}) if _tj_os.environ is _tj_environ else _tj_env())"
+        reads = " ".join(f"_tj_env_get({k!r})," for k in env_keys)
+        # A flat key (see `JITFunction._run`): the knobs' values are elements of the key itself.
+        key = (f"(({''.join(k + ', ' for k in keys)}(), {reads} _tj_scope()) if _tj_os.environ is _tj_environ "
+               f"else ({''.join(k + ', ' for k in keys)}(), *_tj_env(), _tj_scope()))")
     else:
-        env = "_tj_env()"
+        key = f"({''.join(k + ', ' for k in keys)}(), *_tj_env(), _tj_scope())"
     binding, pieces = _binding_source(params)
     general = f"_tj_self._run({values}, {{}}, _tj_grid, False, None)"
     source = f"""\
 def {name}({', '.join(['_tj_grid'] + pieces + ['/', '*_tj_extra', '**_tj_kw'])}):
 {binding}
     try:
-        _tj_entry = _tj_cache_get((({''.join(k + ', ' for k in keys)}), (), {env}, _tj_scope()))
+        _tj_entry = _tj_cache_get({key})
     except TypeError:  # an unhashable constexpr: the general path reports it
         _tj_entry = None
     if _tj_entry is None:

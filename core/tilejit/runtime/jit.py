@@ -19,6 +19,7 @@ import ast
 import hashlib
 import importlib
 import inspect
+import operator
 import threading
 import types
 import weakref
@@ -286,11 +287,12 @@ def _binder_parts(params: list, launch_key: bool = False):
         else:
             align = not p.do_not_specialize_on_alignment
             full = f"_tj_key({n}, {n!r}, True, {align})"
-            if launch_key:
+            kind = f"_tj_type({n})"
+            if launch_key:  # the type is asked once (`_tj_t`, a local of the generated function)
                 aligned = f"not {n}.data_ptr() & 15" if align else "False"
-                full = (f"(({n}.dtype, {aligned}, {n}.device) if _tj_type({n}) is _tj_launch_types.tensor "
-                        f"else {full})")
-            keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if _tj_type({n}) is int and "
+                full = f"(({n}.dtype, {aligned}, {n}.device) if _tj_t is _tj_launch_types.tensor else {full})"
+                kind = f"(_tj_t := _tj_type({n}))"
+            keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if {kind} is int and "
                         f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else {full})")
     namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
                  "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
@@ -328,6 +330,10 @@ def _make_runtime_picker(paths: list, count: int):
     b[2][1], ...)` that drops constexprs and flattens tuple elements depth-first."""
     if len(paths) == count and all(len(path) == 1 and path[0] == i for i, path in enumerate(paths)):
         return None
+    if len(paths) > 1 and all(len(path) == 1 for path in paths):
+        # Top-level parameters only (constexprs dropped): `itemgetter` builds the tuple in C, a
+        # Python frame less per launch. (With one index it would return the element, not a tuple.)
+        return operator.itemgetter(*[path[0] for path in paths])
     items = "".join("b" + "".join(f"[{i}]" for i in path) + ", " for path in paths)
     return eval(f"lambda b: ({items})")  # noqa: S307 - built from integer paths only
 
@@ -451,8 +457,8 @@ class JITFunction(KernelInterface):
         self._specializer = _make_specializer(self.__name__, self.params)
         self._launch_binder = _make_specializer(self.__name__, self.params, launch_key=True)
         self.cache: dict = {}  # target -> {(key, options, target) -> (CompiledKernel, runtime picker)}
-        # The launch path's one look-up: (launch key, options, selection knobs, scoped target) -> the
-        # entry of `cache`. The target depends only on those (the key holds every tensor's type and
+        # The launch path's one look-up: (launch key..., options, selection knobs..., scoped target)
+        # -> the entry of `cache`. The target depends only on those (the key holds every tensor's type and
         # device). Launch keys key torch tensors by raw dtype (see `_make_specializer`).
         self._launch_cache: dict = {}
         # `kernel[grid](...)`'s function: `(grid, *args, **kwargs)`, generated at the first launch
@@ -706,7 +712,10 @@ class JITFunction(KernelInterface):
             options["debug"] = self.debug
         options_key = tuple(sorted(options.items())) if options else ()
         scope = explicit_target if explicit_target is not None else _explicit_target_var().get()
-        launch_key = (args_key, options_key, _selection_env(), scope)
+        # One flat tuple (each parameter's entry, the options, each selection knob, the scope): a
+        # nested key costs a tuple and a hash level more per look-up. The lengths are fixed per
+        # kernel, so the positions cannot be confused.
+        launch_key = args_key + (options_key,) + _selection_env() + (scope,)
         try:
             entry = self._launch_cache.get(launch_key)
         except TypeError as exc:  # an unhashable constexpr value (or a tensor given to a constexpr)
