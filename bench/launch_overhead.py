@@ -76,6 +76,30 @@ def install_stub_driver():
     return cuLaunchKernel
 
 
+def report(label, jit_call, grid3, runtime_args, args, clock, stub_launch) -> None:
+    """Print the timings of one kernel's layers; `jit_call()` launches it through the JIT on `grid3`."""
+    compiled = jit_call()
+    launcher = compiled.launcher
+    launch = getattr(launcher, "launch", launcher)   # as bench/gpu.py's profile_launch
+    rows = [("jit path", jit_call),
+            ("CompiledKernel.run", lambda: compiled.run(grid3, runtime_args)),
+            ("launcher alone", lambda: launch(grid3, runtime_args))]
+    if stub_launch is not None:
+        rows.append(("stub cuLaunchKernel alone", lambda: stub_launch(None, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)))
+    print(f"{label}:")
+    for name, fn in rows:
+        print(f"  {name:28s} {best_us(fn, args.n, args.runs, clock):6.2f}")
+    if args.profile:
+        import cProfile
+        import pstats
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.n):
+            jit_call()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stub", action="store_true", help="stub the driver even where a GPU is usable")
@@ -111,39 +135,19 @@ def main() -> None:
 
     x = torch.zeros(1024, device=device)
     y, out = torch.zeros_like(x), torch.zeros_like(x)
-    cases = {"tiny_kernel[(1,)](x)": (tiny_kernel, (x,), {}),
-             "add_kernel[(4,)](x, y, out, 1000, BLOCK=256)": (add_kernel, (x, y, out, 1000), {"BLOCK": 256})}
     mode = ("stubbed driver (cuLaunchKernel is a Python stub), thread CPU time" if stub
             else f"{torch.cuda.get_device_name()}, wall clock")
     clock = time.thread_time if stub else time.perf_counter
     print(f"# cached launch, host side, us per launch (best of {args.runs} x {args.n}); {mode}")
-    for label, (kernel, call_args, kwargs) in cases.items():
-        grid = (1,) if kernel is tiny_kernel else (4,)
-        compiled = kernel[grid](*call_args, **kwargs)
-        launcher = compiled.launcher
-        launch = getattr(launcher, "launch", launcher)   # as bench/gpu.py's profile_launch
-        runtime_args = call_args
-        rows = [("jit path", lambda: kernel[grid](*call_args, **kwargs)),
-                ("CompiledKernel.run", lambda: compiled.run((grid[0], 1, 1), runtime_args)),
-                ("launcher alone", lambda: launch((grid[0], 1, 1), runtime_args))]
-        if stub:
-            rows.append(("stub cuLaunchKernel alone",
-                         lambda: stub_launch(None, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)))
-        print(f"{label}:")
-        for name, fn in rows:
-            print(f"  {name:28s} {best_us(fn, args.n, args.runs, clock):6.2f}")
-        if args.profile:
-            import cProfile
-            import pstats
-            profiler = cProfile.Profile()
-            profiler.enable()
-            for _ in range(args.n):
-                kernel[grid](*call_args, **kwargs)
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+    # The calls as a user writes them (no `*args` forwarding in the timed call).
+    report("tiny_kernel[(1,)](x)", lambda: tiny_kernel[(1,)](x), (1, 1, 1), (x,), args, clock,
+           stub_launch if stub else None)
+    report("add_kernel[(4,)](x, y, out, 1000, BLOCK=256)", lambda: add_kernel[(4,)](x, y, out, 1000, BLOCK=256),
+           (4, 1, 1), (x, y, out, 1000), args, clock, stub_launch if stub else None)
     if not stub:
         torch.cuda.synchronize()
-        print(f"torch x.add_(1): {best_us(lambda: x.add_(1), args.n, args.runs):6.2f}")
+        one = torch.zeros(1, device=device)   # bench/gpu.py's torch_launch_us: the same op
+        print(f"torch x.add_(1): {best_us(lambda: one.add_(1), args.n, args.runs):6.2f}")
         torch.cuda.synchronize()
 
 

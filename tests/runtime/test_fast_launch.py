@@ -5,7 +5,6 @@ grid forms, the selection knobs and the scoped target, hooks set after the first
 import numpy as np
 import pytest
 
-import fakes
 from tilejit import compiler
 from tilejit.compiler import CompiledKernel
 from tilejit.runtime.jit import jit
