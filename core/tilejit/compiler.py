@@ -103,6 +103,17 @@ def normalize_grid(grid, kernel_name: str | None = None) -> tuple[int, int, int]
     return check(grid, kernel_name)
 
 
+def _checked_grid(grid, kernel) -> tuple:
+    """`grid` as three ints in [0, 2**31 - 1]: as it is when it already is (the JIT's grids), else
+    through `normalize_grid`, which raises naming the kernel (as the launcher's own check did)."""
+    if type(grid) is tuple and len(grid) == 3:
+        x, y, z = grid
+        if type(x) is int and type(y) is int and type(z) is int and 0 <= x <= 0x7FFFFFFF \
+                and 0 <= y <= 0x7FFFFFFF and 0 <= z <= 0x7FFFFFFF:
+            return grid
+    return normalize_grid(grid, kernel.metadata.get("name", kernel.name))
+
+
 def _json_safe(value):
     """Constants may be dtypes, functions, ...: keep plain values, spell the rest as text."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -249,6 +260,8 @@ class CompiledKernel:
         if launcher is None:
             self.launcher  # noqa: B018 - makes the launcher, which sets `_launcher`
             launcher = self._launcher
+        if launcher is not self._launcher_object:
+            grid = _checked_grid(grid, self)  # a `direct_call` takes the grid checked
         hooks = _launch_hooks_state[0] if _launch_hooks_state else launch_hooks()
         if hooks is _NO_HOOKS and CompiledKernel.launch_enter_hook is None and CompiledKernel.launch_exit_hook is None:
             return launcher(grid, args, stream)

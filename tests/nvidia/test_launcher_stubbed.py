@@ -150,6 +150,14 @@ def test_grids(fake_driver, grid, launched):
     assert (fake_driver.launches[-1][0] if fake_driver.launches else None) == launched
 
 
+def test_direct_call_launches_checked_grids_and_skips_empty_ones(fake_driver):
+    launcher = make(fake_driver, ["i32"])
+    launcher.direct_call((2, 3, 4), (5,))
+    launcher.direct_call((0, 1, 1), (5,))
+    launcher.direct_call((3, 1, 0), (5,))
+    assert [launch[0] for launch in fake_driver.launches] == [(2, 3, 4)]
+
+
 @pytest.mark.parametrize("grid", [(-1, 1, 1), (1, -2), "abc"])
 def test_bad_grids_name_the_kernel(fake_driver, grid):
     with pytest.raises(ValueError, match="kernel 'k'"):

@@ -190,3 +190,31 @@ def test_a_launcher_replaced_after_the_first_launch_is_called(fake):
     kernel._launcher = lambda grid, args, stream=None: calls.append((grid, args))  # as measure_launch_cost.py
     add_kernel[(1,)](x, x, x, 4, BLOCK=16)
     assert calls == [((1, 1, 1), (x, x, x, 4))] and len(fake.launches) == 2
+
+
+def test_a_launchers_direct_call_gets_checked_grids(fake, monkeypatch):
+    """`Launcher.direct_call` takes the grid as three checked ints: the JIT passes its own, and
+    `CompiledKernel.run` checks any other grid first (naming the kernel, as launchers do)."""
+    import fakes
+
+    grids = []
+
+    class DirectLauncher(fakes.FakeLauncher):
+        def __init__(self, kernel):
+            super().__init__(kernel)
+            self.direct_call = lambda grid, args, stream: grids.append(grid)
+
+    monkeypatch.setattr(fakes.FakeBackend, "make_launcher", lambda self, kernel: DirectLauncher(kernel))
+    x = np.zeros(4, np.float32)
+    kernel = add_kernel[(2,)](x, x, x, 4, BLOCK=16)
+    add_kernel[(2, 3)](x, x, x, 4, BLOCK=16)
+    kernel.run([5], (x, x, x, 4))
+    kernel.run((np.int64(6), 1, 1), (x, x, x, 4))
+    kernel.run((0, 1, 1), (x, x, x, 4))
+    with pytest.raises(ValueError, match="kernel 'add_kernel'.*negative"):
+        kernel.run((1, -1, 1), (x, x, x, 4))
+    with pytest.raises(ValueError, match="kernel 'add_kernel'.*at most"):
+        kernel.run((2 ** 31, 1, 1), (x, x, x, 4))
+    assert grids == [(2, 1, 1), (2, 3, 1), (5, 1, 1), (6, 1, 1), (0, 1, 1)]
+    assert all(type(g) is tuple and all(type(d) is int for d in g) for g in grids)
+    assert not fake.launches  # the launcher object itself was never called

@@ -106,7 +106,7 @@ class CudaLauncher(Launcher):
         self.n_regs: int | None = None
         self.static_shared: int | None = None
         # The hot path, generated per signature; `direct_call` is what `CompiledKernel` calls.
-        self.launch = self.direct_call = _launch_function(self)
+        self.launch, self.direct_call = _launch_functions(self)
 
     @classmethod
     def from_compiled_kernel(cls, compiled_kernel, **kwargs) -> "CudaLauncher":
@@ -123,12 +123,12 @@ class CudaLauncher(Launcher):
 
     # ---- the hot path ---------------------------------------------------------------------------
     def launch(self, grid, args, stream=None):
-        # The instance's generated `launch` (see `_launch_function`) shadows this method; this
+        # The instance's generated `launch` (see `_launch_functions`) shadows this method; this
         # definition only documents it. Calling the class attribute still launches.
         return self.__dict__["launch"](grid, args, stream)
 
-    def __call__(self, grid, args, stream=None):   # what the JIT calls: `launch`, one frame more
-        return self.__dict__["launch"](grid, args, stream)
+    def __call__(self, grid, args, stream=None):   # `launch`, one frame more (CompiledKernel calls
+        return self.__dict__["launch"](grid, args, stream)   # `direct_call`, no frame more)
 
     def _launch_odd_grid(self, grid, args, stream):
         """The launch of a grid that is not three positive ints: checked (naming the kernel; a
@@ -215,22 +215,31 @@ class CudaLauncher(Launcher):
 
 @functools.lru_cache(maxsize=256)
 def _launch_code(type_strings: tuple[str, ...]):
-    """The compiled `launch(grid, args, stream=None)` of one signature (see `_launch_function`)."""
-    return compile(launch_source(type_strings), f"<tilejit cuda launch {','.join(type_strings)}>", "exec")
+    """The compiled `launch` and `launch_checked_grid` of one signature (see `_launch_functions`)."""
+    source = launch_source(type_strings, "launch", True) + launch_source(type_strings, "launch_checked_grid", False)
+    return compile(source, f"<tilejit cuda launch {','.join(type_strings)}>", "exec")
 
 
-def launch_source(type_strings) -> str:
-    """The Python source of `launch(grid, args, stream=None)` for one signature."""
+def launch_source(type_strings, name: str, check_grid: bool) -> str:
+    """The Python source of `name(grid, args, stream=None)` for one signature. Without `check_grid`
+    the grid must be three ints in [0, 2**31 - 1] (what `normalize_grid` returns): only an empty one
+    is looked for."""
     unpack = "".join(f"a{i}, " for i in range(len(type_strings)))
+    if check_grid:
+        grid = ["    if type(grid) is tuple and len(grid) == 3:",
+                "        gx, gy, gz = grid",
+                "        if type(gx) is not int or type(gy) is not int or type(gz) is not int \\",
+                "                or gx <= 0 or gy <= 0 or gz <= 0:",
+                "            return self._launch_odd_grid(grid, args, stream)",
+                "    else:",
+                "        return self._launch_odd_grid(grid, args, stream)"]
+    else:
+        grid = ["    gx, gy, gz = grid",
+                "    if gx == 0 or gy == 0 or gz == 0:",
+                "        return None  # an empty grid launches nothing"]
     lines = [
-        "def launch(grid, args, stream=None):",
-        "    if type(grid) is tuple and len(grid) == 3:",
-        "        gx, gy, gz = grid",
-        "        if type(gx) is not int or type(gy) is not int or type(gz) is not int \\",
-        "                or gx <= 0 or gy <= 0 or gz <= 0:",
-        "            return self._launch_odd_grid(grid, args, stream)",
-        "    else:",
-        "        return self._launch_odd_grid(grid, args, stream)",
+        f"def {name}(grid, args, stream=None):",
+        *grid,
         # Dimensions beyond CUDA's limits (y, z > 65535) are refused by cuLaunchKernel: CudaCallError.
         "    try:",
         "        state = local.state",
@@ -265,10 +274,11 @@ def launch_source(type_strings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _launch_function(launcher: CudaLauncher):
-    """`launcher.launch`: one generated function per launcher (the code is compiled once per signature)
-    that checks the grid, finds this thread's state, resolves the device and stream, packs the
-    arguments (the packing of `arg_packing.pack_lines`, inlined: no call per launch) and calls
+def _launch_functions(launcher: CudaLauncher):
+    """(`launcher.launch`, `launcher.direct_call`): generated functions per launcher (the code is
+    compiled once per signature) that check the grid (`direct_call`: only for an empty one, see
+    `tilejit.backends.Launcher`), find this thread's state, resolve the device and stream, pack the
+    arguments (the packing of `arg_packing.pack_lines`, inlined: no call per launch) and call
     cuLaunchKernel. The thread's own argument buffer comes with its prepared entry, so no lock is held.
     `block_x`, `shared_bytes` and `name` are read once: they are fixed when the launcher is built."""
     namespace = {"self": launcher, "local": launcher._local, "current_context": current_context,
@@ -276,4 +286,4 @@ def _launch_function(launcher: CudaLauncher):
                  "block_x": launcher.block_x, "shared_bytes": launcher.shared_bytes,
                  "pack_into": launcher._packer.pack_into, "pointer_of": pointer_of, "bf16_bits": bf16_bits}
     exec(_launch_code(tuple(launcher._types)), namespace)  # noqa: S102
-    return namespace["launch"]
+    return namespace["launch"], namespace["launch_checked_grid"]
