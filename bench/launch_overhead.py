@@ -3,10 +3,11 @@
     python bench/launch_overhead.py            # on a GPU: the real launches, beside torch's `x.add_(1)`
     python bench/launch_overhead.py --stub     # anywhere: the driver replaced by a stub (see below)
 
-Timed, in microseconds per launch (wall clock, the best of `--runs` loops of `--n` launches):
-`jit path` is `kernel[(1,)](x)` as a user writes it, `CompiledKernel.run` and `launcher alone` the
-layers below it, `cuLaunchKernel alone` the driver call on arguments packed once. Two kernels: the
-one-pointer `tiny_kernel` of bench/gpu.py and a vector add (three pointers, an int, a constexpr).
+Timed, in microseconds per launch (the best of `--runs` loops of `--n` launches): `jit path` is
+`kernel[(1,)](x)` as a user writes it, `CompiledKernel.run` and `launcher alone` (`launcher.launch`)
+the layers below it, `launcher direct_call` the launcher's entry that the JIT calls (the grid already
+checked). Two kernels: the one-pointer `tiny_kernel` of bench/gpu.py and a vector add (three
+pointers, an int, a constexpr).
 
 With `--stub` (the default where no CUDA device is usable) the kernels are cross-compiled for
 cuda:90 and launched on torch CPU tensors (the JIT reads a CPU tensor as it reads a CUDA one: dtype,
@@ -84,6 +85,9 @@ def report(label, jit_call, grid3, runtime_args, args, clock, stub_launch) -> No
     rows = [("jit path", jit_call),
             ("CompiledKernel.run", lambda: compiled.run(grid3, runtime_args)),
             ("launcher alone", lambda: launch(grid3, runtime_args))]
+    direct = getattr(launcher, "direct_call", None)   # what the JIT calls, the grid checked already
+    if direct is not None:
+        rows.append(("launcher direct_call", lambda: direct(grid3, runtime_args, None)))
     if stub_launch is not None:
         rows.append(("stub cuLaunchKernel alone", lambda: stub_launch(None, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)))
     print(f"{label}:")
