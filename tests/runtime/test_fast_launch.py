@@ -218,3 +218,17 @@ def test_a_launchers_direct_call_gets_checked_grids(fake, monkeypatch):
     assert grids == [(2, 1, 1), (2, 3, 1), (5, 1, 1), (6, 1, 1), (0, 1, 1)]
     assert all(type(g) is tuple and all(type(d) is int for d in g) for g in grids)
     assert not fake.launches  # the launcher object itself was never called
+
+
+@jit
+def builtin_names(type, len, callable, tuple, int, os=None):  # noqa: A002 - the point of the test
+    pass
+
+
+def test_parameters_named_like_builtins(fake):
+    x = np.zeros(4, np.float32)
+    for _ in range(2):
+        builtin_names[(2,)](x, x, 3, 2.5, int=7)
+    builtin_names[lambda meta: (meta["len"].size,)](x, x, 3, 2.5, 7)
+    assert [launch[1:3] for launch in fake.launches] == [((2, 1, 1), (x, x, 3, 2.5, 7))] * 2 + [
+        ((4, 1, 1), (x, x, 3, 2.5, 7))]

@@ -55,7 +55,7 @@ def _binding_source(params) -> tuple[str, list]:
     lines = [f"    if {' or '.join(test)} or _tj_self.debug is not None:"]
     count = " else ".join(f"{i + 1} if {n} is not _tj_M" for i, n in reversed(list(enumerate(names))))
     lines.append(f"        _tj_npos = {count + ' else 0' if names else '0'}")
-    lines.append("        _tj_left = len(_tj_kw)")
+    lines.append("        _tj_left = _tj_len(_tj_kw)")
     for i, n in enumerate(names):
         lines += [f"        if {n!r} in _tj_kw:",
                   f"            if _tj_npos > {i}:",
@@ -104,11 +104,11 @@ def {name}({', '.join(['_tj_grid'] + pieces + ['/', '*_tj_extra', '**_tj_kw'])})
     if _tj_entry is None:
         return {general}
     _tj_kernel, _tj_picker = _tj_entry
-    if type(_tj_grid) is tuple and len(_tj_grid) == 1 and type(_tj_grid[0]) is int \\
+    if _tj_type(_tj_grid) is _tj_tuple and _tj_len(_tj_grid) == 1 and _tj_type(_tj_grid[0]) is _tj_int \\
             and 0 <= _tj_grid[0] <= 2147483647:
         _tj_g3 = (_tj_grid[0], 1, 1)
     else:
-        if callable(_tj_grid):
+        if _tj_callable(_tj_grid):
             _tj_grid = _tj_grid({meta})
         _tj_g3 = _tj_grid3(_tj_grid) or _tj_normalize_grid(_tj_grid, _tj_self.__name__)
     _tj_launcher = _tj_kernel._launcher
@@ -119,6 +119,8 @@ def {name}({', '.join(['_tj_grid'] + pieces + ['/', '*_tj_extra', '**_tj_kw'])})
         _tj_kernel.run(_tj_g3, {values} if _tj_picker is None else _tj_picker({values}), None)
     return _tj_kernel
 """
+    # Builtins under private names: a kernel parameter may be called `type`, `len` or `callable`.
+    namespace.update(_tj_type=type, _tj_tuple=tuple, _tj_int=int, _tj_len=len, _tj_callable=callable)
     namespace.update(_tj_self=jit_function, _tj_M=_MISSING, _tj_cache_get=jit_function._launch_cache.get,
                      _tj_env=selection_env, _tj_scope=scope_get, _tj_grid3=grid3,
                      _tj_normalize_grid=normalize_grid, _tj_hooks=compiler._launch_hooks_state,
