@@ -232,3 +232,18 @@ def test_parameters_named_like_builtins(fake):
     builtin_names[lambda meta: (meta["len"].size,)](x, x, 3, 2.5, 7)
     assert [launch[1:3] for launch in fake.launches] == [((2, 1, 1), (x, x, 3, 2.5, 7))] * 2 + [
         ((4, 1, 1), (x, x, 3, 2.5, 7))]
+
+
+def test_a_launcher_made_before_the_first_launch_generates_once(fake, monkeypatch):
+    import tilejit.runtime.fast_launch as fast_launch
+
+    made = []
+    original = fast_launch.make_fast_launch
+    monkeypatch.setattr(fast_launch, "make_fast_launch", lambda *a: made.append(1) or original(*a))
+    kernel = jit(add_kernel.fn)  # a fresh JITFunction: no launch function yet
+    x = np.zeros(4, np.float32)
+    held = kernel[(1,)]
+    for _ in range(3):
+        held(x, x, x, 4, BLOCK=16)
+        kernel[(1,)](x, x, x, 4, BLOCK=16)
+    assert len(made) == 1 and len(fake.launches) == 6

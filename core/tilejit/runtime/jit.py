@@ -688,11 +688,13 @@ class JITFunction(KernelInterface):
         return _partial(self._fast_launch, grid)
 
     def _first_launch(self, grid, *args, **kwargs):
-        """Generate this kernel's launch function (once the backends can be imported), then launch."""
-        from tilejit.runtime.fast_launch import make_fast_launch
-        _, keys, namespace = _binder_parts(self.params, launch_key=True)
-        self._fast_launch = make_fast_launch(self, keys, namespace, _grid3, _selection_env,
-                                             _explicit_target_var().get)
+        """Generate this kernel's launch function (once the backends can be imported), then launch.
+        A `kernel[grid]` made before the first launch keeps calling this method: it generates once."""
+        if self._fast_launch == self._first_launch:
+            from tilejit.runtime.fast_launch import make_fast_launch
+            _, keys, namespace = _binder_parts(self.params, launch_key=True)
+            self._fast_launch = make_fast_launch(self, keys, namespace, _grid3, _selection_env,
+                                                 _explicit_target_var().get)
         return self._fast_launch(grid, *args, **kwargs)
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
