@@ -103,6 +103,17 @@ def normalize_grid(grid, kernel_name: str | None = None) -> tuple[int, int, int]
     return check(grid, kernel_name)
 
 
+def _checked_grid(grid, kernel) -> tuple:
+    """`grid` as three ints in [0, 2**31 - 1]: as it is when it already is (the JIT's grids), else
+    through `normalize_grid`, which raises naming the kernel (as the launcher's own check did)."""
+    if type(grid) is tuple and len(grid) == 3:
+        x, y, z = grid
+        if type(x) is int and type(y) is int and type(z) is int and 0 <= x <= 0x7FFFFFFF \
+                and 0 <= y <= 0x7FFFFFFF and 0 <= z <= 0x7FFFFFFF:
+            return grid
+    return normalize_grid(grid, kernel.metadata.get("name", kernel.name))
+
+
 def _json_safe(value):
     """Constants may be dtypes, functions, ...: keep plain values, spell the rest as text."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -201,18 +212,24 @@ class CompiledKernel:
         # Seconds each stage took when this process compiled the kernel ({} when it came from the
         # disk cache): what `bench/compile_speed.py` reports. Not metadata: it differs run to run.
         self.stage_times: dict = {}
+        # What a launch calls: the launcher's `direct_call` function when it has one (see
+        # `tilejit.backends.Launcher`), else the launcher itself; None until the first launch.
         self._launcher = None
+        self._launcher_object = None
         self._lock = threading.Lock()
 
     @property
     def launcher(self):
-        if self._launcher is None:
+        """The backend's launcher of this kernel, made on first use."""
+        if self._launcher_object is None:
             with self._lock:
-                if self._launcher is None:
+                if self._launcher_object is None:
                     backends = _backends()
                     launcher = backends.backend_for_target(self.target).make_launcher(self)
-                    self._launcher = launcher
-        return self._launcher
+                    # `_launcher` first: a thread that sees it set launches without the lock.
+                    self._launcher = getattr(launcher, "direct_call", None) or launcher
+                    self._launcher_object = launcher
+        return self._launcher_object
 
     @property
     def runtime_arg_names(self) -> list:
@@ -241,7 +258,10 @@ class CompiledKernel:
         hooks fire here (so both `kernel[grid]` and JIT launches see them), only if some exist."""
         launcher = self._launcher
         if launcher is None:
-            launcher = self.launcher
+            self.launcher  # noqa: B018 - makes the launcher, which sets `_launcher`
+            launcher = self._launcher
+        if launcher is not self._launcher_object:
+            grid = _checked_grid(grid, self)  # a `direct_call` takes the grid checked
         hooks = _launch_hooks_state[0] if _launch_hooks_state else launch_hooks()
         if hooks is _NO_HOOKS and CompiledKernel.launch_enter_hook is None and CompiledKernel.launch_exit_hook is None:
             return launcher(grid, args, stream)

@@ -62,13 +62,15 @@ def _selection_key_reader(names: tuple):
             if os.environ is not environ:
                 return slow()
             return data.get(k0), data.get(k1), data.get(k2)
-        return fast
+    else:
+        def fast() -> tuple:
+            if os.environ is not environ:
+                return slow()
+            return tuple(data.get(k) for k in keys)
 
-    def fast() -> tuple:
-        if os.environ is not environ:
-            return slow()
-        return tuple(data.get(k) for k in keys)
-
+    # What the function reads, for code that inlines it (the JIT's generated launch functions): while
+    # `os.environ is environ`, the value is `tuple(data.get(k) for k in keys)`.
+    fast.inline_parts = (environ, data, keys)
     return fast
 
 

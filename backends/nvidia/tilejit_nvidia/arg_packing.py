@@ -32,24 +32,30 @@ def pointer_of(arg, name: str | None = None) -> int:
     return device_pointer(arg, name, DLPACK_CUDA_DEVICES, "CUDA")
 
 
-@functools.lru_cache(maxsize=256)
-def _packer_source(type_strings: tuple[str, ...]) -> tuple[str, str]:
-    """(struct format, Python source of `pack(a0, a1, ...)`) for one signature; cached per signature."""
-    codes = [scalar_code(t) for t in type_strings]
-    params = ", ".join(f"a{i}" for i in range(len(codes)))
-    lines = [f"def pack({params}):"]
-    values = []
-    for i, (type_string, code) in enumerate(zip(type_strings, codes)):
+def pack_lines(type_strings, indent: str) -> list[str]:
+    """Statements that write the arguments `a0, a1, ...` into `buffer` with one `pack_into` call:
+    pointers from `data_ptr()` (torch tensors and look-alikes, the common case) or `pointer_of`,
+    bf16 through `bf16_bits`, other scalars as they are (`struct` converts and range-checks them)."""
+    lines, values = [], []
+    for i, type_string in enumerate(type_strings):
         if type_string.startswith("*"):
-            # data_ptr() first: torch tensors (and look-alikes) are the common case.
-            lines += ["    try:", f"        p{i} = a{i}.data_ptr()",
-                      "    except AttributeError:", f"        p{i} = pointer_of(a{i})"]
+            lines += [f"{indent}try:", f"{indent}    p{i} = a{i}.data_ptr()",
+                      f"{indent}except AttributeError:", f"{indent}    p{i} = pointer_of(a{i})"]
             values.append(f"p{i}")
         elif type_string == "bf16":
             values.append(f"bf16_bits(a{i})")
         else:
             values.append(f"a{i}")
-    lines.append(f"    pack_into(buffer, 0{''.join(', ' + v for v in values)})")
+    lines.append(f"{indent}pack_into(buffer, 0{''.join(', ' + v for v in values)})")
+    return lines
+
+
+@functools.lru_cache(maxsize=256)
+def _packer_source(type_strings: tuple[str, ...]) -> tuple[str, str]:
+    """(struct format, Python source of `pack(a0, a1, ...)`) for one signature; cached per signature."""
+    codes = [scalar_code(t) for t in type_strings]
+    params = ", ".join(f"a{i}" for i in range(len(codes)))
+    lines = [f"def pack({params}):"] + pack_lines(type_strings, "    ")
     return "@" + "".join(codes), "\n".join(lines) + "\n"
 
 
@@ -57,7 +63,8 @@ class ArgPacker:
     """Owns the parameter buffer and pointer array of one launcher and fills them per launch.
 
     `pack(*args)` writes the arguments; `params_address` is the `void **` for cuLaunchKernel.
-    Not reentrant: the launcher holds a lock from `pack` until cuLaunchKernel has copied the buffer.
+    Not reentrant: each thread launching has its own packer (the launcher's per-thread state), used
+    from packing until cuLaunchKernel has copied the buffer.
     """
 
     def __init__(self, type_strings, param_names=None):
@@ -76,6 +83,7 @@ class ArgPacker:
         self.pointers = (ctypes.c_void_p * max(len(codes), 1))(*[base + off for off in offsets])
         self.params_address = ctypes.addressof(self.pointers)
         self.offsets = tuple(offsets)
+        self.pack_into = layout.pack_into  # for the launcher's own generated code (`pack_lines`)
         namespace = {"pack_into": layout.pack_into, "buffer": self.buffer, "pointer_of": pointer_of,
                      "bf16_bits": bf16_bits}
         exec(compile(source, f"<tilejit cuda argument packer {','.join(self.type_strings)}>", "exec"), namespace)

@@ -12,6 +12,7 @@ driver call; without torch the current context is asked of the driver on each la
 """
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 
@@ -19,7 +20,7 @@ from tilejit.backends import Launcher
 from tilejit.errors import OutOfResources
 from tilejit.runtime.launch_abi import normalize_grid, runtime_parameters as runtime_signature
 
-from .arg_packing import ArgPacker
+from .arg_packing import ArgPacker, bf16_bits, pack_lines, pointer_of
 from .cuda_calls import CudaCallError, check, cuda_driver
 from .driver import CudaDriver, get_driver
 
@@ -104,6 +105,8 @@ class CudaLauncher(Launcher):
         self._load_lock = threading.Lock()
         self.n_regs: int | None = None
         self.static_shared: int | None = None
+        # The hot path, generated per signature; `direct_call` is what `CompiledKernel` calls.
+        self.launch, self.direct_call = _launch_functions(self)
 
     @classmethod
     def from_compiled_kernel(cls, compiled_kernel, **kwargs) -> "CudaLauncher":
@@ -120,44 +123,20 @@ class CudaLauncher(Launcher):
 
     # ---- the hot path ---------------------------------------------------------------------------
     def launch(self, grid, args, stream=None):
-        # The JIT hands over grids it has checked (three ints in range); anything else is checked here.
-        if type(grid) is not tuple or len(grid) != 3:
-            grid = normalize_grid(grid, self.name)
-        gx, gy, gz = grid
-        if type(gx) is not int or type(gy) is not int or type(gz) is not int:
-            gx, gy, gz = normalize_grid(grid, self.name)
-        if gx <= 0 or gy <= 0 or gz <= 0:
-            if gx < 0 or gy < 0 or gz < 0:
-                normalize_grid(grid, self.name)  # raises, naming the kernel
-            return None  # an empty grid launches nothing
-        # Dimensions beyond CUDA's limits (y, z > 65535) are refused by cuLaunchKernel: CudaCallError.
-        state = getattr(self._local, "state", None) or self._new_thread_state()
-        calls = state.torch_calls
-        if calls is not None:
-            key = calls[0]()
-            if stream is None:
-                stream = calls[1](key)
-        else:
-            if stream is None:
-                stream = self._driver.get_current_stream()
-            key = ("context", current_context())
-        if type(stream) is not int:
-            stream = stream_handle(stream)
-        entry = state.entries.get(key)
-        if entry is None:
-            entry = self._prepare(state, key)
-        launch, function, pack, params, success = entry
-        try:
-            pack(*args)
-        except Exception:  # noqa: BLE001 - converted (fp16 overflow -> inf) or the error naming the parameter
-            state.packer.pack_checked(tuple(args), self.name)
-        code = launch(function, gx, gy, gz, self.block_x, 1, 1, self.shared_bytes, stream, params, 0)[0]
-        # The bindings hand back their cached CUDA_SUCCESS member: an identity test is the cheap check.
-        if code is not success and int(code) != 0:
-            raise CudaCallError("cuLaunchKernel", code, self.name)
-        return None
+        # The instance's generated `launch` (see `_launch_functions`) shadows this method; this
+        # definition only documents it. Calling the class attribute still launches.
+        return self.__dict__["launch"](grid, args, stream)
 
-    __call__ = launch  # one Python frame per launch: `launch` normalises grids itself
+    def __call__(self, grid, args, stream=None):   # `launch`, one frame more (CompiledKernel calls
+        return self.__dict__["launch"](grid, args, stream)   # `direct_call`, no frame more)
+
+    def _launch_odd_grid(self, grid, args, stream):
+        """The launch of a grid that is not three positive ints: checked (naming the kernel; a
+        negative size raises), nothing launched when it is empty, else launched as three ints."""
+        grid = normalize_grid(grid, self.name)
+        if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
+            return None  # an empty grid launches nothing
+        return self.__dict__["launch"](grid, args, stream)
 
     def _new_thread_state(self) -> _ThreadState:
         self._driver.require_active()  # cuInit must have run before the first cuCtxGetCurrent
@@ -174,7 +153,7 @@ class CudaLauncher(Launcher):
                 key = state.torch_calls[0]()
         function = self._functions.get(current_context()) or self._load_for_current_context()
         driver = cuda_driver()
-        entry = (driver.cuLaunchKernel, function, state.packer.pack, state.packer.params_address,
+        entry = (driver.cuLaunchKernel, function, state.packer.buffer, state.packer.params_address,
                  driver.CUresult.CUDA_SUCCESS)
         state.entries[key] = entry
         return entry
@@ -232,3 +211,79 @@ class CudaLauncher(Launcher):
                 driver.cuModuleUnload(module)
             self._modules.clear()
             self._functions.clear()
+
+
+@functools.lru_cache(maxsize=256)
+def _launch_code(type_strings: tuple[str, ...]):
+    """The compiled `launch` and `launch_checked_grid` of one signature (see `_launch_functions`)."""
+    source = launch_source(type_strings, "launch", True) + launch_source(type_strings, "launch_checked_grid", False)
+    return compile(source, f"<tilejit cuda launch {','.join(type_strings)}>", "exec")
+
+
+def launch_source(type_strings, name: str, check_grid: bool) -> str:
+    """The Python source of `name(grid, args, stream=None)` for one signature. Without `check_grid`
+    the grid must be three ints in [0, 2**31 - 1] (what `normalize_grid` returns): only an empty one
+    is looked for."""
+    unpack = "".join(f"a{i}, " for i in range(len(type_strings)))
+    if check_grid:
+        grid = ["    if type(grid) is tuple and len(grid) == 3:",
+                "        gx, gy, gz = grid",
+                "        if type(gx) is not int or type(gy) is not int or type(gz) is not int \\",
+                "                or gx <= 0 or gy <= 0 or gz <= 0:",
+                "            return self._launch_odd_grid(grid, args, stream)",
+                "    else:",
+                "        return self._launch_odd_grid(grid, args, stream)"]
+    else:
+        grid = ["    gx, gy, gz = grid",
+                "    if gx == 0 or gy == 0 or gz == 0:",
+                "        return None  # an empty grid launches nothing"]
+    lines = [
+        f"def {name}(grid, args, stream=None):",
+        *grid,
+        # Dimensions beyond CUDA's limits (y, z > 65535) are refused by cuLaunchKernel: CudaCallError.
+        "    try:",
+        "        state = local.state",
+        "    except AttributeError:",
+        "        state = self._new_thread_state()",
+        "    calls = state.torch_calls",
+        "    if calls is not None:",
+        "        key = calls[0]()",
+        "        if stream is None:",
+        "            stream = calls[1](key)",
+        "    else:",
+        "        if stream is None:",
+        "            stream = self._driver.get_current_stream()",
+        "        key = ('context', current_context())",
+        "    if type(stream) is not int:",
+        "        stream = stream_handle(stream)",
+        "    entry = state.entries.get(key)",
+        "    if entry is None:",
+        "        entry = self._prepare(state, key)",
+        "    cu_launch, function, buffer, params, success = entry",
+        "    try:",
+        f"        ({unpack}) = args",
+        *pack_lines(type_strings, "        "),
+        "    except Exception:  # converted (fp16 overflow -> inf) or the error naming the parameter",
+        "        state.packer.pack_checked(tuple(args), name)",
+        "    code = cu_launch(function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, params, 0)[0]",
+        # The bindings hand back their cached CUDA_SUCCESS member: an identity test is the cheap check.
+        "    if code is not success and int(code) != 0:",
+        "        raise CudaCallError('cuLaunchKernel', code, name)",
+        "    return None",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _launch_functions(launcher: CudaLauncher):
+    """(`launcher.launch`, `launcher.direct_call`): generated functions per launcher (the code is
+    compiled once per signature) that check the grid (`direct_call`: only for an empty one, see
+    `tilejit.backends.Launcher`), find this thread's state, resolve the device and stream, pack the
+    arguments (the packing of `arg_packing.pack_lines`, inlined: no call per launch) and call
+    cuLaunchKernel. The thread's own argument buffer comes with its prepared entry, so no lock is held.
+    `block_x`, `shared_bytes` and `name` are read once: they are fixed when the launcher is built."""
+    namespace = {"self": launcher, "local": launcher._local, "current_context": current_context,
+                 "stream_handle": stream_handle, "CudaCallError": CudaCallError, "name": launcher.name,
+                 "block_x": launcher.block_x, "shared_bytes": launcher.shared_bytes,
+                 "pack_into": launcher._packer.pack_into, "pointer_of": pointer_of, "bf16_bits": bf16_bits}
+    exec(_launch_code(tuple(launcher._types)), namespace)  # noqa: S102
+    return namespace["launch"], namespace["launch_checked_grid"]

@@ -99,6 +99,13 @@ class Launcher(abc.ABC):
     `__call__` normalises the grid and skips empty grids, so every backend behaves the same there.
     Plugin launch hooks fire in `CompiledKernel.run`, which looks them up once per process: asking
     pluggy on every launch would cost several microseconds on the hot path.
+
+    A launcher may also have a `direct_call` attribute: a plain function `(grid, args, stream)` that
+    does what calling the launcher does for a grid already checked, three ints in [0, 2**31 - 1]
+    (`normalize_grid`'s result; a zero size launches nothing). `CompiledKernel` (and the JIT, which
+    checks its grids itself) then call that function: dispatching through a Python `__call__` costs
+    ~0.07 us more than calling a function, and checking the grid twice another ~0.1 us, on a path of a
+    few microseconds.
     """
 
     def __init__(self, compiled_kernel):

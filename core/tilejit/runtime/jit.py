@@ -19,9 +19,11 @@ import ast
 import hashlib
 import importlib
 import inspect
+import operator
 import threading
 import types
 import weakref
+from functools import partial as _partial
 
 from tilejit import compiler
 from tilejit._constexpr import ConstexprFunction, constexpr_function  # noqa: F401 - Triton's home of it
@@ -263,21 +265,13 @@ _NO_HOOKS = compiler._NO_HOOKS
 _CompiledKernel = compiler.CompiledKernel
 
 
-def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
-    """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
-    arguments and computes its specialization key in one expression per parameter:
+def _binder_parts(params: list, launch_key: bool = False):
+    """(parameter list, key expressions, namespace) of a generated binder: the parameters as the kernel
+    declares them (defaults read from the namespace) and one expression per parameter computing its
+    key entry. Shared by `_make_specializer` and the launch functions of `tilejit.runtime.fast_launch`.
 
-        def kernel(x, n, BLOCK=<default>, **options):
-            return (x, n, BLOCK), options, (_tj_key(x, 'x', True, True), <inline int test on n>, BLOCK)
-
-    Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
-    needs no loop and no per-parameter plan lookups. The common int (an i32 other than 1) is keyed
-    inline; everything else goes through `_arg_key`.
-
-    With `launch_key`, a torch tensor is keyed inline too, by what its full entry is a function of:
-    `(dtype, 16-byte aligned, device)` with the dtype object unconverted. That key only finds the
-    launch-cache entry; a miss computes the full key (the one compilation uses) with the other binder.
-    A raw dtype never equals a type string, so the two forms cannot collide in the launch cache."""
+    The common int (an i32 other than 1) is keyed inline; everything else goes through `_arg_key`.
+    With `launch_key`, a torch tensor is keyed inline too (see `_make_specializer`)."""
     defaults = {p.name: p.default for p in params if p.has_default}
     pieces = [f"{p.name}=_tj_defaults[{p.name!r}]" if p.has_default else p.name for p in params]
     keys = []
@@ -293,19 +287,38 @@ def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
         else:
             align = not p.do_not_specialize_on_alignment
             full = f"_tj_key({n}, {n!r}, True, {align})"
-            if launch_key:
+            kind = f"_tj_type({n})"
+            if launch_key:  # the type is asked once (`_tj_t`, a local of the generated function)
                 aligned = f"not {n}.data_ptr() & 15" if align else "False"
-                full = (f"(({n}.dtype, {aligned}, {n}.device) if _tj_type({n}) is _tj_launch_types.tensor "
-                        f"else {full})")
-            keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if _tj_type({n}) is int and "
+                full = f"(({n}.dtype, {aligned}, {n}.device) if _tj_t is _tj_launch_types.tensor else {full})"
+                kind = f"(_tj_t := _tj_type({n}))"
+            keys.append(f"((_tj_i32_divisible if {n} % 16 == 0 else _tj_i32) if {kind} is int and "
                         f"{n} != 1 and -2147483648 <= {n} <= 2147483647 else {full})")
+    namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
+                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
+                 "_tj_annotated": _annotated_key}
+    return pieces, keys, namespace
+
+
+def _make_specializer(kernel_name: str, params: list, launch_key: bool = False):
+    """Generate, once per kernel, a function with the kernel's own signature that binds a launch's
+    arguments and computes its specialization key in one expression per parameter:
+
+        def kernel(x, n, BLOCK=<default>, **options):
+            return (x, n, BLOCK), options, (_tj_key(x, 'x', True, True), <inline int test on n>, BLOCK)
+
+    Python checks the call itself (naming missing or duplicated parameters) at C speed, and the key
+    needs no loop and no per-parameter plan lookups.
+
+    With `launch_key`, a torch tensor is keyed inline too, by what its full entry is a function of:
+    `(dtype, 16-byte aligned, device)` with the dtype object unconverted. That key only finds the
+    launch-cache entry; a miss computes the full key (the one compilation uses) with the other binder.
+    A raw dtype never equals a type string, so the two forms cannot collide in the launch cache."""
+    pieces, keys, namespace = _binder_parts(params, launch_key)
     options_name = "_tilejit_options"
     source = (f"def {kernel_name}({', '.join(pieces + ['**' + options_name])}):\n"
               f"    return ({''.join(p.name + ', ' for p in params)}), {options_name}, "
               f"({''.join(k + ', ' for k in keys)})\n")
-    namespace = {"_tj_defaults": defaults, "_tj_key": _arg_key, "_tj_type": type, "_tj_i32": _I32,
-                 "_tj_i32_divisible": _I32_DIVISIBLE, "_tj_launch_types": _LaunchTypes,
-                 "_tj_annotated": _annotated_key}
     label = "launch binder" if launch_key else "binder"
     exec(compile(source, f"<tilejit {label} of {kernel_name}>", "exec"), namespace)  # noqa: S102
     return namespace[kernel_name]
@@ -317,6 +330,10 @@ def _make_runtime_picker(paths: list, count: int):
     b[2][1], ...)` that drops constexprs and flattens tuple elements depth-first."""
     if len(paths) == count and all(len(path) == 1 and path[0] == i for i, path in enumerate(paths)):
         return None
+    if len(paths) > 1 and all(len(path) == 1 for path in paths):
+        # Top-level parameters only (constexprs dropped): `itemgetter` builds the tuple in C, a
+        # Python frame less per launch. (With one index it would return the element, not a tuple.)
+        return operator.itemgetter(*[path[0] for path in paths])
     items = "".join("b" + "".join(f"[{i}]" for i in path) + ", " for path in paths)
     return eval(f"lambda b: ({items})")  # noqa: S307 - built from integer paths only
 
@@ -440,10 +457,13 @@ class JITFunction(KernelInterface):
         self._specializer = _make_specializer(self.__name__, self.params)
         self._launch_binder = _make_specializer(self.__name__, self.params, launch_key=True)
         self.cache: dict = {}  # target -> {(key, options, target) -> (CompiledKernel, runtime picker)}
-        # The launch path's one look-up: (launch key, options, selection knobs, scoped target) -> the
-        # entry of `cache`. The target depends only on those (the key holds every tensor's type and
+        # The launch path's one look-up: (launch key..., options, selection knobs..., scoped target)
+        # -> the entry of `cache`. The target depends only on those (the key holds every tensor's type and
         # device). Launch keys key torch tensors by raw dtype (see `_make_specializer`).
         self._launch_cache: dict = {}
+        # `kernel[grid](...)`'s function: `(grid, *args, **kwargs)`, generated at the first launch
+        # (tilejit.runtime.fast_launch); until then the method that generates it.
+        self._fast_launch = self._first_launch
         self._cache_key = None
         self._option_names: dict = {}  # target -> frozenset of accepted option keys
         self._compile_lock = threading.Lock()
@@ -657,16 +677,25 @@ class JITFunction(KernelInterface):
     def run(self, *args, grid, warmup=False, **kwargs):
         """Bind, specialize, compile on a cache miss, then launch (or, with `warmup=True`, return the
         CompiledKernel without launching). Returns the CompiledKernel."""
-        return self._run(args, kwargs, grid, warmup, None)
+        if warmup:
+            return self._run(args, kwargs, grid, True, None)
+        return self._fast_launch(grid, *args, **kwargs)
 
     def __getitem__(self, grid):
-        # One call layer less than KernelInterface's (`run` only forwards to `_run`): the launch path.
-        run = self._run
+        # The launch path: the generated launch function (`fast_launch`) with the grid bound by a
+        # C-level partial, no Python frame between the call and it. It binds any call (it hands what
+        # it does not handle itself, binding errors included, to `_run`).
+        return _partial(self._fast_launch, grid)
 
-        def launcher(*args, **kwargs):
-            return run(args, kwargs, grid, False, None)
-
-        return launcher
+    def _first_launch(self, grid, *args, **kwargs):
+        """Generate this kernel's launch function (once the backends can be imported), then launch.
+        A `kernel[grid]` made before the first launch keeps calling this method: it generates once."""
+        if self._fast_launch == self._first_launch:
+            from tilejit.runtime.fast_launch import make_fast_launch
+            _, keys, namespace = _binder_parts(self.params, launch_key=True)
+            self._fast_launch = make_fast_launch(self, keys, namespace, _grid3, _selection_env,
+                                                 _explicit_target_var().get)
+        return self._fast_launch(grid, *args, **kwargs)
 
     def _run(self, args, kwargs, grid, warmup, explicit_target):
         try:
@@ -685,7 +714,10 @@ class JITFunction(KernelInterface):
             options["debug"] = self.debug
         options_key = tuple(sorted(options.items())) if options else ()
         scope = explicit_target if explicit_target is not None else _explicit_target_var().get()
-        launch_key = (args_key, options_key, _selection_env(), scope)
+        # One flat tuple (each parameter's entry, the options, each selection knob, the scope): a
+        # nested key costs a tuple and a hash level more per look-up. The lengths are fixed per
+        # kernel, so the positions cannot be confused.
+        launch_key = args_key + (options_key,) + _selection_env() + (scope,)
         try:
             entry = self._launch_cache.get(launch_key)
         except TypeError as exc:  # an unhashable constexpr value (or a tensor given to a constexpr)
