@@ -6,7 +6,7 @@ global, and the NVVM intrinsics the core lowering uses (thread and block ids, th
 shuffles) become calls back into Python, where barriers are `threading.Barrier`s and a shuffle is an
 exchange through a list. One CTA runs at a time. Inline PTX (atomics, cp.async, mma) and libdevice
 calls cannot run here: kernels using them are out of scope, except the masked stores (`@p st.global`),
-which become calls back into Python. Masked loads (`llvm.masked.load`) run as the host's.
+which become calls back into Python.
 
 It found the layout bug of Triton's test_scan2d cummax cases and the scratch overlap of argmax over
 fp64 exactly as the H100 showed them (same mismatch counts).
@@ -125,8 +125,6 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18) -> str:
     ir = re.sub(r"target (triple|datalayout) = .*\n", "", ir)
     ir = ir.replace("ptx_kernel ", "")
     ir = re.sub(r" addrspace\(\d\)", "", ir)
-    # the NVIDIA lowering's masked loads (`llvm.masked.load`): their name spells the address space
-    ir = re.sub(r"(llvm\.masked\.load\.v\d+[a-z0-9]+)\.p\d+", r"\1.p0", ir)
     ir = re.sub(r'"nvvm\.[a-z]+"="[^"]*"', "", ir)
     ir = re.sub(r'@"?global_smem"? = external (local_unnamed_addr )?global \[0 x i8\]',
                 f'@"global_smem" = global [{shared_bytes} x i8] zeroinitializer', ir)

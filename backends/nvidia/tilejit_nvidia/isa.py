@@ -195,18 +195,6 @@ class NvidiaISA(TargetDescription):
         if not memory_ptx.store(self, builder, value, ptr, cache, evict):
             super().global_store(builder, value, ptr, align)
 
-    def predicated_global_load(self, builder, ptr, ty, align, pred, other, cache="none", evict="normal",
-                               volatile=False):
-        # A load with qualifiers is inline PTX: `@p ld.global...` there, as Triton's. A plain one is
-        # LLVM's masked load, which NVPTX expands into the branch around a load only when it emits
-        # code, after LLVM's optimisations (and its straight-line strength reduction): those then see
-        # one block where a branch per load and register made them walk hundreds, and the address
-        # keeps its constant offset (`[%rd2+1024]`), which an inline-PTX operand could not.
-        qualified = memory_ptx.load(self, builder, ptr, ty, cache, evict, volatile, pred, other)
-        if qualified is not None:
-            return qualified
-        return masked_load(builder, ptr, ty, align, pred, other)
-
     def predicated_global_store(self, builder, value, ptr, align, pred, cache="none", evict="normal") -> bool:
         return memory_ptx.store(self, builder, value, ptr, cache, evict, pred)
 
@@ -303,34 +291,3 @@ class NvidiaISA(TargetDescription):
             base = _LIBDEVICE[op_name]
             return "libcall", f"__nv_{base}{'f' if suffix == 'f32' else ''}"
         return None
-
-
-def _masked_element_suffix(ty) -> Optional[str]:
-    if isinstance(ty, llir.IntType):
-        return f"i{ty.width}"
-    return {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}.get(str(ty))
-
-
-def masked_load(builder, ptr, ty, align: int, pred, other):
-    """`llvm.masked.load` of `ty` (a scalar: a one-element vector) from global memory where the i1
-    `pred` holds, `other` (None: zero) elsewhere; None for an element type it does not take."""
-    elem, count = (ty.element, ty.count) if isinstance(ty, llir.VectorType) else (ty, 1)
-    suffix = _masked_element_suffix(elem)
-    if suffix is None:
-        return None
-    vty = llir.VectorType(elem, count)
-    mask_ty = llir.VectorType(llir.IntType(1), count)
-    mask = llir.Constant(mask_ty, None)
-    for i in range(count):   # the one predicate in every lane: NVPTX then guards one vector load
-        mask = builder.insert_element(mask, pred, llir.Constant(I32, i))
-    if other is None:
-        passthru = llir.Constant(vty, None)
-    elif isinstance(ty, llir.VectorType):
-        passthru = other
-    else:
-        passthru = builder.insert_element(llir.Constant(vty, None), other, llir.Constant(I32, 0))
-    # the pre-LLVM-22 signature (alignment as an argument): LLVM 22 reads it too, as the
-    # `align` attribute of the pointer its own signature has
-    loaded = call_intrinsic(builder, f"llvm.masked.load.v{count}{suffix}.p{ptr.type.addrspace}", vty,
-                            [ptr, llir.Constant(I32, align), mask, passthru])
-    return loaded if isinstance(ty, llir.VectorType) else builder.extract_element(loaded, llir.Constant(I32, 0))

@@ -96,10 +96,8 @@ def _eviction(arch: int, evict: str) -> str:
     return evict if evict in _EVICT and _ptx_version(arch) >= 74 else "normal"
 
 
-def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool, pred=None, other=None):
-    """The load as inline PTX, or None where it has no qualifier (a plain LLVM load then). `pred` (i1):
-    the load happens where it holds, and elsewhere the registers take `other` (a value of `ty`; None:
-    zero), as Triton's masked load (`@!p mov` then `@p ld.global`), instead of a branch around it."""
+def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool):
+    """The load as inline PTX, or None where it has no qualifier (a plain LLVM load then)."""
     evict = _eviction(isa.arch, evict) if evict in _EVICT else evict
     if not volatile and cache not in _LOAD_CACHE and evict not in _EVICT or not _is_number(ty):
         return None
@@ -111,28 +109,11 @@ def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool, pred=Non
     else:
         head, quals, policy = _with_policy(isa.arch, evict, "ld.global")
     vec = f".v{count}" if count > 1 else ""
-    reg_bits = 16 if word_bits == 8 else word_bits
-    constraints = [f"={_REGISTER[word_bits]}"] * count + ["l"]
-    args = [ptr]
-    guard = ""
-    if pred is not None:
-        # $0..: the words, ${count}: the address, ${count + 1}: the predicate, then `other`'s words
-        p = count + 1
-        constraints.append("b")
-        args.append(pred)
-        if other is None:
-            defaults = [f"mov.b{reg_bits} ${i}, 0;" for i in range(count)]
-        else:
-            defaults = [f"@!${p} mov.b{reg_bits} ${i}, ${p + 1 + i};" for i in range(count)]
-            constraints += [_REGISTER[word_bits]] * count
-            args += _to_words(builder, other, word_bits, count)
-        head += "\n\t".join(defaults) + "\n\t"
-        guard = f"@${p} "
-    text = f"{head}{guard}{quals}{vec}.b{word_bits} {_operands(0, count)}, [${count}]{policy};" + \
-        ("\n\t}" if "createpolicy" in head else "")
-    reg_ty = llir.IntType(reg_bits)
+    text = f"{head}{quals}{vec}.b{word_bits} {_operands(0, count)}, [${count}]{policy};" + ("\n\t}" if head else "")
+    reg_ty = llir.IntType(16 if word_bits == 8 else word_bits)
     ret = reg_ty if count == 1 else llir.LiteralStructType([reg_ty] * count)
-    res = _asm(builder, ret, text, ",".join(constraints + ["~{memory}"]), args)
+    constraints = ",".join([f"={_REGISTER[word_bits]}"] * count + ["l", "~{memory}"])
+    res = _asm(builder, ret, text, constraints, [ptr])
     words = [res] if count == 1 else [builder.extract_value(res, i) for i in range(count)]
     return _from_words(builder, words, ty, word_bits)
 

@@ -186,13 +186,6 @@ class TargetDescription(abc.ABC):
         """Store `value` (a scalar or a vector) to `ptr`; `cache`: "none", "wb", "cg", "cs", "wt"."""
         builder.store(value, ptr, align=align)
 
-    def predicated_global_load(self, builder: llir.IRBuilder, ptr, ty, align: int, pred, other, cache: str = "none",
-                               evict: str = "normal", volatile: bool = False):
-        """Load `ty` from `ptr` where the i1 `pred` holds, else take `other` (a value of `ty`; None: zero),
-        by a predicated load instruction; None when the target has none (the lowering branches around
-        `global_load` then)."""
-        return None
-
     def predicated_global_store(self, builder: llir.IRBuilder, value, ptr, align: int, pred, cache: str = "none",
                                 evict: str = "normal") -> bool:
         """Store `value` to `ptr` where the i1 `pred` holds, by a predicated store instruction; False

@@ -5,8 +5,6 @@ LLVM scalars a thread holds, `element_coords(layout)` gives each register's coor
 """
 from __future__ import annotations
 
-import math
-
 import llvmlite.ir as llir
 
 from ... import ir
@@ -45,15 +43,6 @@ def _memory_hints(op) -> dict:
     target's `global_load` / `global_store` take them."""
     return {"cache": op.attrs.get("cache", "none"), "evict": op.attrs.get("evict", "normal"),
             "volatile": bool(op.attrs.get("is_volatile", False))}
-
-
-def _is_zero_constant(value) -> bool:
-    """A constant whose bits are all zero (0, +0.0, zeroinitializer; not -0.0)."""
-    if not isinstance(value, llir.Constant):
-        return False
-    c = value.constant
-    return c is None or (isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0
-                         and math.copysign(1.0, c) > 0)
 
 
 def _has_replicas(layout) -> bool:
@@ -350,35 +339,20 @@ class TensorOps:
         for g in range(0, len(ptrs), vec):
             cond = masks[g] if masks is not None else None
             if vec == 1:
-                out.append(self._load_where(cond, ptrs[g], elem, bytes_per, hints, others[g:g + 1]))
+                loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], elem, bytes_per, hints),
+                                       others[g])
+                out.append(loaded)
                 continue
-            loaded = self._load_where(cond, ptrs[g], llir.VectorType(elem, vec), bytes_per * vec, hints,
-                                      others[g:g + vec])
+            vty = llir.VectorType(elem, vec)
+            default = llir.Constant(vty, None)
+            for i in range(vec):
+                default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
+            loaded = self._guarded(cond, lambda g=g: self._load(ptrs[g], vty, bytes_per * vec, hints), default)  # noqa: B023
             out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
         self.set(op.result, out)
 
     def _load(self, ptr, ty, align, hints):
         return self.isa.global_load(self.b, ptr, ty, align, **hints)
-
-    def _load_where(self, cond, ptr, ty, align, hints, others):
-        """`ptr`'s value (`ty`: a scalar, or a vector of `len(others)`) where `cond` holds, else
-        `others`: a predicated load where the target has one (as Triton's `@p ld`), else a branch
-        around the load, a block per masked load and register that LLVM's passes then walk."""
-        if cond is not None and not isinstance(cond, llir.Constant):
-            zero = all(_is_zero_constant(o) for o in others)
-            loaded = self.isa.predicated_global_load(self.b, ptr, ty, align, cond,
-                                                     None if zero else self._pack(ty, others), **hints)
-            if loaded is not None:
-                return loaded
-        return self._guarded(cond, lambda: self._load(ptr, ty, align, hints), self._pack(ty, others))
-
-    def _pack(self, ty, values):
-        if not isinstance(ty, llir.VectorType):
-            return values[0]
-        vector = llir.Constant(ty, None)
-        for i, value in enumerate(values):
-            vector = self.b.insert_element(vector, value, llir.Constant(I32, i))
-        return vector
 
     def lower_store(self, op):
         ptr, value, mask = op.operand("ptr"), op.operand("value"), op.operand("mask")
