@@ -61,8 +61,8 @@ def nvptx_target_machine(cpu: str, features: str):
 # candidate pair of address computations with the same stride, whether an existing instruction can
 # be reused as their difference (`ScalarEvolution::canReuseInstruction`, which scans the following
 # instructions for one that would make poison undefined behaviour). On tilejit's unrolled address
-# arithmetic that check was 80% of SLSR and SLSR 40-60% of code generation (matmul: 155 of 268 ms,
-# attention: 218 of 374 ms; 28 and 30 ms without it). The check guards against reusing an
+# arithmetic that check was 80% of SLSR and SLSR about 60% of code generation (matmul: 158 of 271 ms,
+# attention: 235 of 389 ms; 30 and 28 ms without it). The check guards against reusing an
 # instruction whose poison-generating flags (nsw, nuw, disjoint, exact) the source asserted without
 # their holding; tilejit's lowering emits no such flag, and those LLVM's optimisations infer hold
 # wherever the instruction runs, which a reused instruction does (it dominates its new user). So it
