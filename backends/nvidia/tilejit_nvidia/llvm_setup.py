@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 
@@ -54,3 +55,39 @@ def nvptx_target_machine(cpu: str, features: str):
     _initialize_llvm()
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     return target.create_target_machine(cpu=cpu, features=features, opt=3)
+
+
+# LLVM 22's straight-line strength reduction (SLSR, run by NVPTX code generation) asks, for every
+# candidate pair of address computations with the same stride, whether an existing instruction can
+# be reused as their difference (`ScalarEvolution::canReuseInstruction`, which scans the following
+# instructions for one that would make poison undefined behaviour). On tilejit's unrolled address
+# arithmetic that check was 80% of SLSR and SLSR about 60% of code generation (matmul: 158 of 271 ms,
+# attention: 235 of 389 ms; 30 and 28 ms without it). The check guards against reusing an
+# instruction whose poison-generating flags (nsw, nuw, disjoint, exact) the source asserted without
+# their holding; tilejit's lowering emits no such flag, and those LLVM's optimisations infer hold
+# wherever the instruction runs, which a reused instruction does (it dominates its new user). So it
+# is turned off while NVPTX emits code, and back on after (the AMD back end shares the process).
+# The option exists in LLVM 22 (llvmlite 0.50); LLVM exits the process on an unknown option, so
+# other versions keep the default.
+_SLSR_GUARD_OPTION = "-enable-poison-reuse-guard"
+_slsr_lock = threading.Lock()
+_slsr_users: list = [0]
+
+
+@contextmanager
+def cheap_strength_reduction():
+    """While NVPTX emits code: SLSR without its poison-reuse check (see above)."""
+    if llvm.llvm_version_info[0] != 22:
+        yield
+        return
+    with _slsr_lock:
+        if _slsr_users[0] == 0:
+            llvm.set_option("tilejit", f"{_SLSR_GUARD_OPTION}=false")
+        _slsr_users[0] += 1
+    try:
+        yield
+    finally:
+        with _slsr_lock:
+            _slsr_users[0] -= 1
+            if _slsr_users[0] == 0:
+                llvm.set_option("tilejit", f"{_SLSR_GUARD_OPTION}=true")

@@ -24,7 +24,7 @@ import tempfile
 
 from tilejit.errors import CompilationError
 
-from .llvm_setup import NVPTX_TRIPLE, nvptx_target_machine, parse_llvm_ir
+from .llvm_setup import NVPTX_TRIPLE, cheap_strength_reduction, nvptx_target_machine, parse_llvm_ir
 from .ptx_isa import choose_ptx_version, cpu_name, ptx_isa_for_cuda
 
 LIBDEVICE_NAME = "libdevice.10.bc"
@@ -409,7 +409,8 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)
     try:
-        ptx = machine.emit_assembly(module)
+        with cheap_strength_reduction():
+            ptx = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None
     # No `.version` patching: the version was chosen up front to suit both LLVM and the assembler.

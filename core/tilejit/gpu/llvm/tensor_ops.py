@@ -301,6 +301,10 @@ class TensorOps:
         """Run `body()` only when `cond` (i1) holds; returns its value (or `default` when skipped)."""
         if cond is None:
             return body()
+        if isinstance(cond, llir.Constant) and isinstance(cond.constant, int):
+            # known when lowering (a layout without replicas owns every element): no blocks for
+            # LLVM to fold away again
+            return body() if cond.constant else default
         fn = self.b.block.function
         then_bb = fn.append_basic_block("guard.then")
         merge = fn.append_basic_block("guard.end")
