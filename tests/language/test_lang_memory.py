@@ -123,6 +123,26 @@ def test_block_pointer_advance(device):
 
 
 @tilejit.jit
+def _bool_block_copy(a_ptr, b_ptr, N, BLOCK: tl.constexpr):
+    offset = tl.program_id(0) * BLOCK
+    a = tl.make_block_ptr(base=a_ptr, shape=(N // 2,), strides=(1,), offsets=(offset,), block_shape=(BLOCK,),
+                          order=(0,))
+    b = tl.make_block_ptr(base=b_ptr, shape=(N,), strides=(1,), offsets=(offset,), block_shape=(BLOCK,), order=(0,))
+    tl.store(b, tl.load(a, boundary_check=(0,), padding_option="zero"), boundary_check=(0,))
+
+
+def test_bool_block_pointer_copy(device):
+    """Bools through block pointers are bytes in memory (Triton's test_block_copy with bool): the
+    first half copied, the rest padded with False."""
+    N, BLOCK = 1000, 256
+    a = RNG.random(N) > 0.5
+    b = device.tensor(np.ones(N, np.bool_))
+    _bool_block_copy[((N + BLOCK - 1) // BLOCK,)](device.tensor(a), b, N, BLOCK=BLOCK)
+    expected = np.concatenate([a[:N // 2], np.zeros(N - N // 2, np.bool_)])
+    np.testing.assert_array_equal(device.numpy(b), expected)
+
+
+@tilejit.jit
 def _descriptor_kernel(src_ptr, dst_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
     dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])

@@ -295,7 +295,7 @@ class TensorOps:
         elem_bits = llvm_type(ir.element_type(ptr.type).pointee).width if isinstance(
             llvm_type(ir.element_type(ptr.type).pointee), llir.IntType) else {
             "half": 16, "float": 32, "double": 64}[str(llvm_type(ir.element_type(ptr.type).pointee))]
-        return max(1, min(vec, 128 // elem_bits))
+        return max(1, min(vec, 128 // max(elem_bits, 8)))   # a bool is a byte in memory
 
     def _guarded(self, cond, body, default=None):
         """Run `body()` only when `cond` (i1) holds; returns its value (or `default` when skipped)."""
@@ -337,6 +337,10 @@ class TensorOps:
             self.set(op.result, [llir.Constant(elem, None)] * len(ptrs))
             return
         others = self.get(other) if other is not None else [llir.Constant(elem, None)] * len(ptrs)
+        result_elem = elem
+        if elem == I1:   # a bool is a byte in memory (a block pointer's load keeps i1 up to here)
+            elem = I8
+            others = [self.b.zext(o, I8) for o in others]
         vec = self._vector_width(op, ptr, mask)
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
                      {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
@@ -362,6 +366,8 @@ class TensorOps:
                 default = self.b.insert_element(default, others[g + i], llir.Constant(I32, i))
             loaded = load_where(cond, ptrs[g], vty, bytes_per * vec, default)
             out.extend(self.b.extract_element(loaded, llir.Constant(I32, i)) for i in range(vec))
+        if result_elem == I1:
+            out = [self.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) for v in out]
         self.set(op.result, out)
 
     def _load(self, ptr, ty, align, hints):
@@ -375,6 +381,8 @@ class TensorOps:
         owner = self.is_owner(layout) if isinstance(ptr.type, ir.TensorType) else \
             self.b.icmp_unsigned("==", self.isa.thread_id_x(self.b), llir.Constant(I32, 0))
         vec = self._vector_width(op, ptr, mask)
+        if vals and vals[0].type == I1:   # a bool is a byte in memory
+            vals = [self.b.zext(v, I8) for v in vals]
         elem = vals[0].type
         bytes_per = (elem.width if isinstance(elem, llir.IntType) else
                      {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
