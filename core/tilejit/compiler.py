@@ -186,6 +186,24 @@ def _to_artifact(stage: str, output, kernel: str):
 
 # --- the compiled kernel ------------------------------------------------------------------------
 
+class AsmDict(dict):
+    """`CompiledKernel.asm`: each stage's artifact, and on first use what the kernel's backend derives
+    from them (`derived_asm(name, asm)`; Triton's `asm["sass"]`, the disassembled cubin). A name
+    neither a stage nor derivable is a KeyError, as in a dict."""
+
+    def __init__(self, stages, target):
+        super().__init__(stages)
+        self._target = target
+
+    def __missing__(self, name):
+        derive = getattr(_backends().backend_for_target(self._target), "derived_asm", None)
+        value = derive(name, self) if derive is not None else None
+        if value is None:
+            raise KeyError(name)
+        self[name] = value
+        return value
+
+
 class CompiledKernel:
     """One compiled kernel: every stage's artifact, its metadata, and (lazily) a launcher.
 
@@ -207,7 +225,7 @@ class CompiledKernel:
         self.name = metadata.get("name", src_name)
         self.target = target
         self.metadata = metadata
-        self.asm = asm
+        self.asm = AsmDict(asm, target)
         self.hash = metadata.get("hash")
         # Seconds each stage took when this process compiled the kernel ({} when it came from the
         # disk cache): what `bench/compile_speed.py` reports. Not metadata: it differs run to run.

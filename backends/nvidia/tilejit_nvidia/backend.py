@@ -62,6 +62,13 @@ class CUDABackend(GPUBackend):
         stages["ptx"] = PureStage(toolchain.llir_to_ptx, arch, options.ptx_features or None)
         stages["cubin"] = PureStage(toolchain.ptx_to_cubin, arch)
 
+    def derived_asm(self, name: str, asm) -> str | None:
+        """`asm["sass"]`: the cubin disassembled by cuobjdump, as Triton's (its tests read it)."""
+        if name != "sass" or "cubin" not in asm:
+            return None
+        from .disassembly import disassemble_cubin
+        return disassemble_cubin(asm["cubin"])
+
     def make_launcher(self, compiled_kernel):
         from tilejit.runtime.launch_abi import runtime_signature
         from .launcher import CudaLauncher
