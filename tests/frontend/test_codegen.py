@@ -16,7 +16,7 @@ def test_vector_add():
     filecheck(text, """
 CHECK: tt.func public @add_kernel(%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %y_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>, %n_elements: i32)
 CHECK: %[[PID:[0-9]+]] = tt.get_program_id {axis = 0} : () -> (i32)
-CHECK: %[[BS:[0-9]+]] = arith.constant {value = 1024} : () -> (i32)
+CHECK: %[[BS:[0-9]+]] = arith.constant {value = 1024} : i32
 CHECK-NEXT: arith.muli %[[PID]], %[[BS]]
 CHECK: tt.make_range {start = 0, end = 1024} : () -> (tensor<1024xi32>)
 CHECK: arith.cmpi {{.*}} {predicate = "slt"}
@@ -45,7 +45,7 @@ def test_softmax_reductions():
     text = ttir(k.softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
                                    "out_stride": "i32", "n_cols": "i32"}, {"BLOCK_SIZE": 128})
     filecheck(text, """
-CHECK: arith.constant {value = -inf} : () -> (f32)
+CHECK: arith.constant {value = -inf} : f32
 CHECK: tt.load
 CHECK: tt.call {{.*}}callee = "max
 CHECK: arith.subf
@@ -129,7 +129,7 @@ def test_nested_call_multiple_results():
 CHECK: %[[R:[0-9]+]], %[[S:[0-9]+]] = tt.call %{{[0-9]+}} {callee = "[[F:_scale[A-Za-z0-9_]*]]"} : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
 CHECK: arith.addf %[[R]], %[[S]]
 CHECK: tt.func private @[[F]](%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
-CHECK: arith.constant {value = 2.0} : () -> (f32)
+CHECK: arith.constant {value = 2.0} : f32
 CHECK: arith.mulf
 CHECK: tt.return
 """)
@@ -186,7 +186,7 @@ def test_type_promotion():
     filecheck(text, """
 CHECK: arith.extsi {{.*}} : tensor<16xi8> to tensor<16xi32>
 CHECK: arith.addi {{.*}} tensor<16xi32>
-CHECK: arith.constant {value = 2.0} : () -> (f16)
+CHECK: arith.constant {value = 2.0} : f16
 CHECK: arith.mulf {{.*}} : (tensor<16xf16>, tensor<16xf16>) -> (tensor<16xf16>)
 CHECK: arith.cmpi {{.*}} {predicate = "ult"}
 CHECK: arith.divsi

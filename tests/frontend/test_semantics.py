@@ -33,8 +33,8 @@ def test_negative_step_becomes_an_upward_scf_for():
     text = ttir(sk.negative_step, {"out_ptr": "*i32", "start": "i32"}, {"STEP": -2})
     # bounds swapped (0 .. start by +2) and the induction variable mapped back: start - iv + 0
     lower, step = re.search(r"scf\.for %(\d+), %start, %(\d+)", text).groups()
-    assert f"%{lower} = arith.constant {{value = 0}} : () -> (i32)" in text
-    assert f"%{step} = arith.constant {{value = 2}} : () -> (i32)" in text
+    assert f"%{lower} = arith.constant {{value = 0}} : i32" in text
+    assert f"%{step} = arith.constant {{value = 2}} : i32" in text
     filecheck(text, """
 CHECK: scf.for %[[LB:[0-9]+]], %start, %[[STEP:[0-9]+]]
 CHECK: ^bb(%[[IV:arg[0-9]+]]: i32
@@ -52,7 +52,7 @@ def test_zero_step_is_a_compilation_error():
 def test_float_other_of_an_integer_load_truncates_toward_zero():
     text = ttir(sk.float_other_for_int_load, {"src_ptr": "*i8", "dst_ptr": "*i8"}, {"OTHER": -2.75})
     filecheck(text, """
-CHECK: arith.constant {value = -2.75} : () -> (f32)
+CHECK: arith.constant {value = -2.75} : f32
 CHECK: arith.fptosi {{.*}} to i8
 CHECK: tt.load
 """)

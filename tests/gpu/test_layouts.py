@@ -64,7 +64,7 @@ def test_slice_is_parent_without_dim():
 def test_print_parse_round_trip(enc):
     assert parse_encoding(str(enc)) == enc
     t = ir.TensorType((32, 32) if isinstance(enc, DotOperandEncoding) else (64,), ir.f32, enc)
-    text = f"module {{\n  tt.func public @k() -> () {{\n    %0 = arith.constant {{value = 0.0}} : () -> ({t})\n    tt.return : () -> ()\n  }}\n}}\n"
+    text = f"module {{\n  tt.func public @k() -> () {{\n    %0 = arith.constant {{value = 0.0}} : {t}\n    tt.return : () -> ()\n  }}\n}}\n"
     assert ir.print_module(ir.parse_module(text), with_locations=False) == text
 
 

@@ -5,15 +5,15 @@ DIVERGENT_IF = """
 module {
   tt.func public @k(%arg0: !tt.ptr<i32>, %arg1: !tt.ptr<i32>) -> () {
     %0 = tt.get_program_id {axis = 0} : () -> (i32)
-    %1 = arith.constant {value = 2} : () -> (i32)
+    %1 = arith.constant {value = 2} : i32
     %2 = arith.remsi %0, %1 : (i32, i32) -> (i32)
-    %3 = arith.constant {value = 0} : () -> (i32)
+    %3 = arith.constant {value = 0} : i32
     %4 = arith.cmpi %2, %3 {predicate = "eq"} : (i32, i32) -> (i1)
     %5 = tt.addptr %arg1, %0 : (!tt.ptr<i32>, i32) -> (!tt.ptr<i32>)
     %6 = scf.if %4 (
       {
       ^bb():
-        %7 = arith.constant {value = 10} : () -> (i32)
+        %7 = arith.constant {value = 10} : i32
         %8 = arith.muli %0, %7 : (i32, i32) -> (i32)
         tt.store %5, %7 : (!tt.ptr<i32>, i32) -> ()
         scf.yield %8 : (i32) -> ()
@@ -59,8 +59,8 @@ DIVERGENT_FOR = """
 module {
   tt.func public @k(%arg0: !tt.ptr<i32>, %arg1: i32) -> () {
     %0 = tt.get_program_id {axis = 0} : () -> (i32)
-    %1 = arith.constant {value = 0} : () -> (i32)
-    %2 = arith.constant {value = 1} : () -> (i32)
+    %1 = arith.constant {value = 0} : i32
+    %2 = arith.constant {value = 1} : i32
     %3 = scf.for %1, %0, %2, %1 (
       {
       ^bb(%iv: i32, %acc: i32):
@@ -96,9 +96,9 @@ DIVERGENT_WHILE = """
 module {
   tt.func public @k(%arg0: !tt.ptr<i32>) -> () {
     %0 = tt.get_program_id {axis = 0} : () -> (i32)
-    %1 = arith.constant {value = 0} : () -> (i32)
-    %2 = arith.constant {value = 1} : () -> (i32)
-    %3 = arith.constant {value = 2} : () -> (i32)
+    %1 = arith.constant {value = 0} : i32
+    %2 = arith.constant {value = 1} : i32
+    %3 = arith.constant {value = 2} : i32
     %4, %5 = scf.while %0, %1 (
       {
       ^bb(%x: i32, %n: i32):

@@ -17,7 +17,7 @@ module {
     %6 = tt.splat %arg0 : (!tt.ptr<f32>) -> (tensor<16x!tt.ptr<f32>>)
     %7 = tt.addptr %6, %5 : (tensor<16x!tt.ptr<f32>>, tensor<16xi32>) -> (tensor<16x!tt.ptr<f32>>)
     %8 = tt.load %7 : (tensor<16x!tt.ptr<f32>>) -> (tensor<16xf32>) loc("rows.py":7:13)
-    %9 = arith.constant {value = 16} : () -> (i32)
+    %9 = arith.constant {value = 16} : i32
     %10 = arith.muli %0, %9 : (i32, i32) -> (i32)
     %11 = tt.splat %10 : (i32) -> (tensor<16xi32>)
     %12 = arith.addi %11, %3 : (tensor<16xi32>, tensor<16xi32>) -> (tensor<16xi32>)
@@ -90,12 +90,12 @@ ATOMIC_COUNTER = """
 module {
   tt.func public @ticket(%arg0: !tt.ptr<i32>, %arg1: !tt.ptr<i32>, %arg2: !tt.ptr<f32>, %arg3: !tt.ptr<f32>) -> () {
     %0 = tt.get_program_id {axis = 0} : () -> (i32)
-    %1 = arith.constant {value = 1} : () -> (i32)
+    %1 = arith.constant {value = 1} : i32
     %2 = tt.atomic_rmw %arg0, %1 {atomic_rmw_op = "add", sem = "acq_rel", scope = "gpu"} : (!tt.ptr<i32>, i32) -> (i32)
     %3 = tt.addptr %arg1, %0 : (!tt.ptr<i32>, i32) -> (!tt.ptr<i32>)
     tt.store %3, %2 : (!tt.ptr<i32>, i32) -> ()
     %4 = arith.sitofp %0 : (i32) -> (f32)
-    %5 = arith.constant {value = 0.5} : () -> (f32)
+    %5 = arith.constant {value = 0.5} : f32
     %6 = arith.addf %4, %5 : (f32, f32) -> (f32)
     %7 = tt.atomic_rmw %arg2, %6 {atomic_rmw_op = "fadd", sem = "acq_rel", scope = "gpu"} : (!tt.ptr<f32>, f32) -> (f32)
     %8 = tt.addptr %arg3, %0 : (!tt.ptr<f32>, i32) -> (!tt.ptr<f32>)
@@ -127,12 +127,12 @@ ATOMIC_MAX_CAS = """
 module {
   tt.func public @k(%arg0: !tt.ptr<i32>, %arg1: !tt.ptr<i32>, %arg2: !tt.ptr<i32>) -> () {
     %0 = tt.get_program_id {axis = 0} : () -> (i32)
-    %1 = arith.constant {value = 3} : () -> (i32)
+    %1 = arith.constant {value = 3} : i32
     %2 = arith.remsi %0, %1 : (i32, i32) -> (i32)
-    %3 = arith.constant {value = -1} : () -> (i32)
+    %3 = arith.constant {value = -1} : i32
     %4 = arith.muli %0, %3 : (i32, i32) -> (i32)
     %5 = tt.atomic_rmw %arg0, %4 {atomic_rmw_op = "umax", sem = "relaxed", scope = "gpu"} : (!tt.ptr<i32>, i32) -> (i32)
-    %6 = arith.constant {value = 0} : () -> (i32)
+    %6 = arith.constant {value = 0} : i32
     %7 = tt.atomic_cas %arg1, %6, %0 {sem = "acq_rel", scope = "gpu"} : (!tt.ptr<i32>, i32, i32) -> (i32)
     %8 = tt.addptr %arg2, %0 : (!tt.ptr<i32>, i32) -> (!tt.ptr<i32>)
     tt.store %8, %7 : (!tt.ptr<i32>, i32) -> ()

@@ -93,14 +93,14 @@ def assert_preserves(text: str, passes, inputs) -> str:
 CALLS_FOR_PIPELINE = """module {
   tt.func public @f(%arg0: i32, %arg1: i32) -> (i32) {
     %0 = tt.call %arg0, %arg1 {callee = "helper"} : (i32, i32) -> (i32) loc("k.py":3:8)
-    %1 = arith.constant {value = 0} : () -> (i32)
+    %1 = arith.constant {value = 0} : i32
     %2 = arith.addi %0, %1 : (i32, i32) -> (i32)
     tt.return %2 : (i32) -> () loc("k.py":5:4)
   } loc("k.py":1:0)
   tt.func private @helper(%arg0: i32, %arg1: i32) -> (i32) {
-    %0 = arith.constant {value = 0} : () -> (i32)
-    %1 = arith.constant {value = 4} : () -> (i32)
-    %2 = arith.constant {value = 1} : () -> (i32)
+    %0 = arith.constant {value = 0} : i32
+    %1 = arith.constant {value = 4} : i32
+    %2 = arith.constant {value = 1} : i32
     %3 = scf.for %0, %1, %2, %arg0 {tt.loop_unroll_factor = 4} (
       {
       ^bb(%arg2: i32, %arg3: i32):

@@ -18,8 +18,8 @@ CHECK-NEXT: arith.muli [[A]], [[A]]
 
 def test_cse_keeps_signed_zeros_and_different_attrs_apart():
     body = """
-    %0 = arith.constant {value = 0.0} : () -> (f32)
-    %1 = arith.constant {value = -0.0} : () -> (f32)
+    %0 = arith.constant {value = 0.0} : f32
+    %1 = arith.constant {value = -0.0} : f32
     %2 = arith.cmpi %arg0, %arg1 {predicate = "slt"} : (i32, i32) -> (i1)
     %3 = arith.cmpi %arg0, %arg1 {predicate = "ult"} : (i32, i32) -> (i1)
     tt.return %0, %1, %2, %3 : (f32, f32, i1, i1) -> ()"""
@@ -90,8 +90,8 @@ def test_dce_removes_dead_values_loops_and_loads_but_keeps_effects():
     %0 = arith.addi %arg1, %arg1 : (i32, i32) -> (i32)
     %1 = tt.load %arg0 : (!tt.ptr<i32>) -> (i32)
     %2 = tt.load %arg0 {is_volatile = true} : (!tt.ptr<i32>) -> (i32)
-    %3 = arith.constant {value = 0} : () -> (i32)
-    %4 = arith.constant {value = 1} : () -> (i32)
+    %3 = arith.constant {value = 0} : i32
+    %4 = arith.constant {value = 1} : i32
     %5 = scf.for %3, %arg1, %4, %3 (
       {
       ^bb(%arg2: i32, %arg3: i32):

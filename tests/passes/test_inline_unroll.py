@@ -63,9 +63,9 @@ def test_recursive_functions_are_not_inlined():
 
 def _loop(attrs: str, lb=0, ub=10, step=1) -> str:
     return func(f"""
-    %0 = arith.constant {{value = {lb}}} : () -> (i32)
-    %1 = arith.constant {{value = {ub}}} : () -> (i32)
-    %2 = arith.constant {{value = {step}}} : () -> (i32)
+    %0 = arith.constant {{value = {lb}}} : i32
+    %1 = arith.constant {{value = {ub}}} : i32
+    %2 = arith.constant {{value = {step}}} : i32
     %3, %4 = scf.for %0, %1, %2, %arg0, %arg1 {attrs}(
       {{
       ^bb(%arg2: i32, %arg3: i32, %arg4: i32):
@@ -117,8 +117,8 @@ def test_static_loops_unroll_fully_with_constant_induction_values():
 
 def test_static_loop_with_runtime_bounds_is_an_error():
     text = func("""
-    %0 = arith.constant {value = 0} : () -> (i32)
-    %1 = arith.constant {value = 1} : () -> (i32)
+    %0 = arith.constant {value = 0} : i32
+    %1 = arith.constant {value = 1} : i32
     scf.for %0, %arg0, %1 {tt.static = true} (
       {
       ^bb(%arg2: i32):
@@ -133,8 +133,8 @@ def test_static_loop_with_runtime_bounds_is_an_error():
 
 def test_licm_hoists_invariants_but_not_divisions():
     text = func("""
-    %0 = arith.constant {value = 0} : () -> (i32)
-    %1 = arith.constant {value = 1} : () -> (i32)
+    %0 = arith.constant {value = 0} : i32
+    %1 = arith.constant {value = 1} : i32
     %2 = scf.for %0, %arg1, %1, %0 (
       {
       ^bb(%arg2: i32, %arg3: i32):

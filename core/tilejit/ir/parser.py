@@ -334,10 +334,14 @@ class Parser:
             self.expect("->")
             self.expect("(")
             out_types = self.type_list(")")
-        else:   # a cast, in MLIR's short form: `arith.extf %x : f16 to f32`
-            in_types = [self.type()]
-            self.expect("to")
-            out_types = [self.type()]
+        else:
+            first = self.type()
+            if not operands and not self.peek("to"):   # a constant's short form: `arith.constant {...} : f32`
+                in_types, out_types = [], [first]
+            else:   # a cast, in MLIR's short form: `arith.extf %x : f16 to f32`
+                in_types = [first]
+                self.expect("to")
+                out_types = [self.type()]
         loc = self.location()
         end = self.pos
         self.pos = start  # type errors below point at the start of the op

@@ -170,6 +170,10 @@ class Printer:
             for i, region in enumerate(op.regions):
                 self.region(region, namer, indent + "  ", last=(i == len(op.regions) - 1))
             text = indent + ")"
+        if op.name == "arith.constant" and not op.operands and len(op.results) == 1 and not op.regions:
+            # MLIR's form `... : f32`, which Triton's TTIR has and its tests search for
+            self.lines.append(f"{text} : {op.results[0].type}{self.loc(op)}")
+            return
         if op.name in CAST_OPS and len(op.operands) == 1 and len(op.results) == 1 and not op.regions:
             self.lines.append(f"{text} : {op.operands[0].type} to {op.results[0].type}{self.loc(op)}")
             return
