@@ -15,15 +15,11 @@ import llvmlite.ir as llir
 
 from ..isa import I32
 from ..linear_layout import LinearLayout
-from .scalar_ops import llvm_type
+from .scalar_ops import llvm_bits, llvm_type
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
 I64 = llir.IntType(64)
-
-
-def _bits(ty) -> int:
-    return ty.width if isinstance(ty, llir.IntType) else {"half": 16, "float": 32, "double": 64}[str(ty)]
 
 
 def _run_length(layout: LinearLayout, dim: int, max_vec: int) -> int:
@@ -95,7 +91,7 @@ def convert_through_shared(self, src_value, dst_type):
     # Pointers travel as 64-bit integers (a carried pointer tensor may need another layout).
     is_ptr = isinstance(elem, llir.PointerType)
     store_ty = I8 if elem == I1 else I64 if is_ptr else elem
-    elem_bytes = max(1, _bits(store_ty) // 8)
+    elem_bytes = max(1, llvm_bits(store_ty) // 8)
     max_vec = max(1, 16 // elem_bytes)
     inner = _inner_dim(dst) if rank else 0
     src_vec = _run_length(src, inner, max_vec) if rank else 1

@@ -12,7 +12,7 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..isa import I32
-from .scalar_ops import llvm_type
+from .scalar_ops import llvm_bits, llvm_type
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -69,7 +69,7 @@ def lower_gather(self, op):
         raise CompilationError.at(op.loc, "internal: gather index and result layouts differ")
     elem = llvm_type(src.type)
     store_ty = I8 if elem == I1 else elem
-    width = store_ty.width if isinstance(store_ty, llir.IntType) else {"half": 16, "float": 32, "double": 64}[str(store_ty)]
+    width = llvm_bits(store_ty)
     self.smem_base(src.type.numel * width // 8)
     self.isa.barrier(self.b)
     for value, coords in zip(self.get(src), self.element_coords(self.layout(src.type))):

@@ -12,6 +12,7 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..isa import I32
+from .scalar_ops import llvm_bits
 
 
 def _combine_region(self, op, accs, news):
@@ -27,7 +28,7 @@ def _combine_region(self, op, accs, news):
 def _shuffle(self, value, lane_mask):
     """Butterfly-exchange any scalar of up to 64 bits through i32 shuffles."""
     ty = value.type
-    bits = ty.width if isinstance(ty, llir.IntType) else {"half": 16, "float": 32, "double": 64}[str(ty)]
+    bits = llvm_bits(ty)
     as_int = value if isinstance(ty, llir.IntType) else self.b.bitcast(value, llir.IntType(bits))
     if bits == 64:
         lo = self.b.trunc(as_int, I32)

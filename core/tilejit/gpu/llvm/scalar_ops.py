@@ -311,3 +311,10 @@ class ScalarLowering:
 
 def _float_bits(t) -> int:
     return {"half": 16, "float": 32, "double": 64}[str(t)]
+
+
+def llvm_bits(ty) -> int:
+    """Bits of an LLVM integer, float or (global, 64-bit) pointer type."""
+    if isinstance(ty, llir.IntType):
+        return ty.width
+    return 64 if isinstance(ty, llir.PointerType) else _float_bits(ty)

@@ -10,8 +10,8 @@ import llvmlite.ir as llir
 from ... import ir
 from ...errors import CompilationError
 from ..axis_info import vector_width
-from ..isa import I32
-from .scalar_ops import from_compute, is_storage_float, llvm_type, to_compute
+from ..isa import I32, call_intrinsic
+from .scalar_ops import from_compute, is_storage_float, llvm_bits, llvm_type, to_compute
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -292,9 +292,7 @@ class TensorOps:
             return 1
         dim = next((d for d, v in enumerate(layout.registers[0]) if v), 0)
         vec = min(vector_width(self.analysis, ptr, dim, mask), layout.contiguous_registers(dim))
-        elem_bits = llvm_type(ir.element_type(ptr.type).pointee).width if isinstance(
-            llvm_type(ir.element_type(ptr.type).pointee), llir.IntType) else {
-            "half": 16, "float": 32, "double": 64}[str(llvm_type(ir.element_type(ptr.type).pointee))]
+        elem_bits = llvm_bits(llvm_type(ir.element_type(ptr.type).pointee))
         return max(1, min(vec, 128 // max(elem_bits, 8)))   # a bool is a byte in memory
 
     def _guarded(self, cond, body, default=None):
@@ -342,8 +340,7 @@ class TensorOps:
             elem = I8
             others = [self.b.zext(o, I8) for o in others]
         vec = self._vector_width(op, ptr, mask)
-        bytes_per = (elem.width if isinstance(elem, llir.IntType) else
-                     {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
+        bytes_per = llvm_bits(elem) // 8
         hints = _memory_hints(op)
 
         def load_where(cond, ptr, ty, align, default):
@@ -384,8 +381,7 @@ class TensorOps:
         if vals and vals[0].type == I1:   # a bool is a byte in memory
             vals = [self.b.zext(v, I8) for v in vals]
         elem = vals[0].type
-        bytes_per = (elem.width if isinstance(elem, llir.IntType) else
-                     {"half": 16, "float": 32, "double": 64}.get(str(elem), 64)) // 8
+        bytes_per = llvm_bits(elem) // 8
         hints = _memory_hints(op)
         hints.pop("volatile")
 
@@ -500,27 +496,21 @@ class TensorOps:
         interpreter)."""
         t = op.result.type
         half = str(ir.element_type(t)) == "f16"
-        i16 = llir.IntType(16)
-        f32 = llir.FloatType()
-        intrinsic = self.b.module.declare_intrinsic(f"llvm.{'maximum' if kind == 'max' else 'minimum'}", [f32],
-                                                     llir.FunctionType(f32, [f32, f32]))
+        i16, f32, f16 = llir.IntType(16), llir.FloatType(), llir.HalfType()
 
-        def as_f32(bits_or_value, is_bits):
-            if half:
-                value = self.b.bitcast(bits_or_value, llir.HalfType()) if is_bits else bits_or_value
-                return self.b.fpext(value, llir.FloatType())
-            return to_compute(self.b, bits_or_value, t)
+        def to_f32(bits):
+            return self.b.fpext(self.b.bitcast(bits, f16), f32) if half else to_compute(self.b, bits, t)
 
         def combine(old, i):
             new = vals[i if len(vals) > 1 else 0]
-            picked = self.b.call(intrinsic, [as_f32(old, True), as_f32(new, not half)])
-            if half:
-                return self.b.bitcast(self.b.fptrunc(picked, llir.HalfType()), i16)
-            return from_compute(self.b, picked, t)
+            new = self.b.bitcast(new, i16) if half else new
+            picked = call_intrinsic(self.b, f"llvm.{'maximum' if kind == 'max' else 'minimum'}.f32", f32,
+                                    [to_f32(old), to_f32(new)])
+            return self.b.bitcast(self.b.fptrunc(picked, f16), i16) if half else from_compute(self.b, picked, t)
 
         def each(i):
             old = self._cas_loop(ptrs[i], lambda old: combine(old, i), sem, scope)
-            return self.b.bitcast(old, llir.HalfType()) if half else old
+            return self.b.bitcast(old, f16) if half else old
         self._atomic_each(op, each)
 
     def _cas_loop(self, ptr, combine, sem, scope):
@@ -556,7 +546,7 @@ class TensorOps:
         def cas(i):
             cmp, val = cmps[i if len(cmps) > 1 else 0], vals[i if len(vals) > 1 else 0]
             if not isinstance(elem, llir.IntType):   # cmpxchg works on integers
-                ity = llir.IntType({"half": 16, "float": 32, "double": 64}[str(elem)])
+                ity = llir.IntType(llvm_bits(elem))
                 if read_only:
                     return self.b.bitcast(read(i, ity), elem)
                 old = self.isa.atomic_cas(self.b, ptrs[i], self.b.bitcast(cmp, ity), self.b.bitcast(val, ity),
