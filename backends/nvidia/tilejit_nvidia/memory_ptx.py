@@ -96,6 +96,16 @@ def _eviction(arch: int, evict: str) -> str:
     return evict if evict in _EVICT and _ptx_version(arch) >= 74 else "normal"
 
 
+def _qualified(isa, access: str, cache: str, caches, evict: str) -> tuple:
+    """(PTX before it, qualified instruction, extra operand) of `access` ("ld.global"/"st.global"):
+    a cache operator excludes an eviction priority (ptxas rejects both)."""
+    if cache in caches:
+        return "", f"{access}.{cache}", ""
+    if evict in _EVICT:
+        return _with_policy(isa.arch, evict, access)
+    return "", access, ""
+
+
 def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool, pred=None, other=None):
     """The load as inline PTX, or None where it has no qualifier and no predicate (a plain LLVM load
     then). `pred` (i1) and `other` (a `ty` value): where `pred` fails the result is `other`, as
@@ -109,12 +119,8 @@ def load(isa, builder, ptr, ty, cache: str, evict: str, volatile: bool, pred=Non
     word_bits, count = _words(ty)
     if volatile:   # ld.volatile takes no cache operator or eviction priority
         head, quals, policy = "", "ld.volatile.global", ""
-    elif cache in _LOAD_CACHE:   # a cache operator excludes an eviction priority (ptxas rejects both)
-        head, quals, policy = "", f"ld.global.{cache}", ""
-    elif evict in _EVICT:
-        head, quals, policy = _with_policy(isa.arch, evict, "ld.global")
     else:
-        head, quals, policy = "", "ld.global", ""
+        head, quals, policy = _qualified(isa, "ld.global", cache, _LOAD_CACHE, evict)
     vec = f".v{count}" if count > 1 else ""
     # operands: the result words, then the predicate (if any), the address, and `other`'s words tied
     # to the result registers
@@ -142,12 +148,7 @@ def store(isa, builder, value, ptr, cache: str, evict: str, pred=None) -> bool:
     if cache not in _STORE_CACHE and evict not in _EVICT and pred is None or not _is_number(value.type):
         return False
     word_bits, count = _words(value.type)
-    if cache in _STORE_CACHE:
-        head, quals, policy = "", f"st.global.{cache}", ""
-    elif evict in _EVICT:
-        head, quals, policy = _with_policy(isa.arch, evict, "st.global")
-    else:
-        head, quals, policy = "", "st.global", ""
+    head, quals, policy = _qualified(isa, "st.global", cache, _STORE_CACHE, evict)
     vec = f".v{count}" if count > 1 else ""
     guard = f"@${count + 1} " if pred is not None else ""
     text = f"{head}{guard}{quals}{vec}.b{word_bits} [$0], {_operands(1, count)}{policy};" + ("\n\t}" if head else "")
