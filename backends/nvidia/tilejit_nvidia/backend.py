@@ -15,6 +15,9 @@ class CUDAOptions(BaseOptions):
     maxnreg: int = 0            # 0: let ptxas choose
     enable_fp_fusion: bool = True
     ptx_features: str = ""      # extra LLVM target features, e.g. "+ptx85"
+    # fp16/bf16 min/max descriptor reductions: Triton takes them where its TMA reduces them natively
+    # (sm_90 and later, `CUDABackend.parse_options`) and refuses them elsewhere
+    descriptor_minmax_16bit: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -36,6 +39,13 @@ class CUDABackend(GPUBackend):
         from . import toolchain
         ptxas = toolchain.find_ptxas_or_none()
         return "ptxas" + (".".join(map(str, toolchain.ptxas_version(ptxas))) if ptxas else "no-ptxas")
+
+    def parse_options(self, options=None):
+        """As GPUBackend's; sm_90 and later take fp16/bf16 descriptor min/max, as Triton does."""
+        if not isinstance(options, CUDAOptions):
+            options = dict(options or {})
+            options.setdefault("descriptor_minmax_16bit", self.target.arch >= 90)
+        return super().parse_options(options)
 
     @functools.cached_property
     def isa(self):

@@ -457,6 +457,12 @@ class MemorySemanticMixin:
         if desc.dtype.name not in self._DESCRIPTOR_ATOMIC_DTYPES[op]:
             raise ValueError(f"descriptor atomic_{op}: unsupported element type {desc.dtype} (Triton's: "
                              f"{', '.join(self._DESCRIPTOR_ATOMIC_DTYPES[op])})")
+        # fp16/bf16 min/max: Triton takes them only where its TMA reduces them (sm_90 and later); a
+        # backend says so in its options
+        half_minmax = op in ("min", "max") and desc.dtype in (tl.float16, tl.bfloat16)
+        if half_minmax and not getattr(self.options, "descriptor_minmax_16bit", False):
+            raise ValueError(f"descriptor atomic_{op}: {desc.dtype} needs a target with native descriptor "
+                             "reductions (NVIDIA sm_90 or later), as in Triton")
         block = list(desc.block_type.shape)
         offs = self._int_list(offsets, tl.int32, "descriptor offsets")
         if len(offs) != len(block):
@@ -473,8 +479,7 @@ class MemorySemanticMixin:
         ptr = self.broadcast_to(ptr, block)
         mask = self.broadcast_to(mask, block)
         value = self.broadcast_to(self.cast(self.to_tensor(value), desc.dtype), block)
-        if op in ("min", "max") and desc.dtype in (tl.float16, tl.bfloat16):
-            # tl.atomic_min/max refuse 16-bit floats (Triton's rule); descriptor reductions take them
+        if half_minmax:   # tl.atomic_min/max refuse 16-bit floats: the op is made here
             self._rmw(op, ptr, value, mask, "relaxed", "gpu")
             return None
         self.atomic_rmw(op, ptr, value, mask, "relaxed", "gpu")
