@@ -24,6 +24,7 @@ import tempfile
 
 from tilejit.errors import CompilationError
 
+from . import ptxas_process
 from .llvm_setup import NVPTX_TRIPLE, cheap_strength_reduction, nvptx_target_machine, parse_llvm_ir
 from .ptx_isa import choose_ptx_version, cpu_name, ptx_isa_for_cuda
 
@@ -469,22 +470,31 @@ class AssembledCubin:
 
 
 def _assemble_with_ptxas(ptxas: str, ptx: str, cpu: str) -> AssembledCubin:
+    arguments = [ptxas, "-lineinfo", "-v", f"-arch={cpu}"]
+    try:
+        if ptxas_process.AVAILABLE:
+            code, log, cubin = ptxas_process.run(arguments, ptx)
+        else:
+            code, log, cubin = _run_ptxas_on_a_file(arguments, ptx)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CompilationError(f"could not run ptxas ({ptxas}): {exc}") from None
+    if code != 0:
+        raise CompilationError(f"ptxas failed for {cpu} (exit code {code}):\n{log.strip()}")
+    return AssembledCubin(cubin, parse_resource_usage(log), log, f"ptxas {ptxas}")
+
+
+def _run_ptxas_on_a_file(arguments: list[str], ptx: str) -> tuple[int, str, bytes | None]:
     with tempfile.TemporaryDirectory(prefix="tilejit-ptxas-") as folder:
         source = os.path.join(folder, "kernel.ptx")
         target = os.path.join(folder, "kernel.cubin")
         with open(source, "w") as f:
             f.write(ptx)
-        command = [ptxas, "-lineinfo", "-v", f"-arch={cpu}", source, "-o", target]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise CompilationError(f"could not run ptxas ({ptxas}): {exc}") from None
-        log = (done.stdout + done.stderr).replace(source, "kernel.ptx")
-        if done.returncode != 0:
-            raise CompilationError(f"ptxas failed for {cpu} (exit code {done.returncode}):\n{log.strip()}")
-        with open(target, "rb") as f:
-            cubin = f.read()
-    return AssembledCubin(cubin, parse_resource_usage(log), log, f"ptxas {ptxas}")
+        done = subprocess.run([*arguments, source, "-o", target], capture_output=True, text=True, timeout=600)
+        cubin = None
+        if done.returncode == 0:
+            with open(target, "rb") as f:
+                cubin = f.read()
+        return done.returncode, (done.stdout + done.stderr).replace(source, "kernel.ptx"), cubin
 
 
 def _nvjitlink_log(nvjitlink, handle, size_fn, log_fn) -> str:
