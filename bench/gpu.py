@@ -2,13 +2,14 @@
 
 Run on the device machine:  python bench/gpu.py [--quick] [--only add,softmax]
 Every workload first checks both compilers' outputs against PyTorch, then times tilejit, Triton and
-PyTorch with the same CUDA-event timer, in alternation (5 rounds of 12 runs each, cold L2; the
-median of the 60 runs) and prints a markdown table with the ratio.
+PyTorch with the same CUDA-event timer, in alternation (6 rounds of 12 runs each, each round
+starting with the next one; cold L2; the median of the 72 runs) and prints a markdown table with the ratio.
 A workload that tilejit cannot compile or gets wrong is reported as such, never timed.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import glob
 import io
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 
@@ -46,11 +48,13 @@ def event_times(fn, reps, cache) -> list:
     return times
 
 
-def bench_interleaved(fns: dict, rounds=5, reps=12, warmup=5) -> dict:
+def bench_interleaved(fns: dict, rounds=6, reps=12, warmup=5) -> dict:
     """{name: median ms} of several implementations of one workload timed in alternation: `rounds`
     rounds, each timing `reps` runs of every implementation in turn, so that a neighbour's burst on
     this shared host or GPU falls on all of them alike (timing one after the other let whole
-    workloads swing by 30% between processes). A failing implementation gets None."""
+    workloads swing by 30% between processes). Each round starts with the next implementation, so
+    that none always runs right after the same one: a GPU held at its power limit by cuBLAS runs the
+    next kernel at lower clocks for a while. A failing implementation gets None."""
     cache = _flush_cache()
     times = {name: [] for name in fns}
     for name, fn in fns.items():
@@ -61,8 +65,10 @@ def bench_interleaved(fns: dict, rounds=5, reps=12, warmup=5) -> dict:
             print(f"[{name}] failed: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
             times[name] = None
     torch.cuda.synchronize()
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    names = list(fns)
+    for round_ in range(rounds):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            fn = fns[name]
             if times[name] is None:
                 continue
             try:
@@ -296,14 +302,46 @@ def torch_launch_us() -> float:
     return statistics.median(runs)
 
 
-def compile_ms(k, tag) -> float:
-    """Milliseconds to compile a new specialization of vector add in a warm process (no disk cache)."""
-    n = 4096 + tag
-    x = torch.zeros(n, device="cuda")
-    t0 = time.perf_counter()
-    k.add_kernel[(1,)](x, x, x, n, BLOCK_SIZE=64 << (tag % 4))  # new constexpr: a new compile
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e3
+@contextlib.contextmanager
+def _empty_caches():
+    """Both compilers' disk caches pointed at a new empty folder, so that a compile is a compile even
+    when an earlier run on this machine left the kernel in the usual cache."""
+    import triton
+    knobs = getattr(triton, "knobs", None)
+    saved = os.environ.get("TILEJIT_CACHE_DIR"), os.environ.get("TRITON_CACHE_DIR"), knobs and knobs.cache.dir
+    with tempfile.TemporaryDirectory(prefix="compile-bench-") as folder:
+        os.environ["TILEJIT_CACHE_DIR"] = os.path.join(folder, "tilejit")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+        if knobs is not None:   # Triton >= 3.4 reads its knobs, not the environment, once set up
+            knobs.cache.dir = os.environ["TRITON_CACHE_DIR"]
+        try:
+            yield
+        finally:
+            for name, value in zip(("TILEJIT_CACHE_DIR", "TRITON_CACHE_DIR"), saved):
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            if knobs is not None:
+                knobs.cache.dir = saved[2]
+
+
+def compile_ms(k) -> float:
+    """Median milliseconds to compile a new specialization of vector add in a warm process.
+
+    Both compilers get a new empty disk cache (an earlier run on this machine may have left these
+    kernels in the usual one), then compile one specialization untimed: Triton builds and caches its
+    C launcher per signature there, which a new specialization of a known kernel does not redo."""
+    def first_call(n, block) -> float:
+        x = torch.zeros(n, device="cuda")
+        t0 = time.perf_counter()
+        k.add_kernel[(1,)](x, x, x, n, BLOCK_SIZE=block)  # a new constexpr: a new compile
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) * 1e3
+
+    with _empty_caches():
+        first_call(4099, 32)
+        return statistics.median(first_call(4096 + tag, 64 << (tag % 4)) for tag in range(1, 6))
 
 
 def _disassembler():
@@ -455,7 +493,7 @@ def main():
         vals = {}
         for flavour, k in kernels.items():
             try:
-                vals[flavour] = fn(k) if fn else statistics.median(compile_ms(k, t) for t in range(1, 6))
+                vals[flavour] = fn(k) if fn else compile_ms(k)
             except Exception as exc:
                 vals[flavour] = None
                 print(f"[{flavour}] {flavour_name} failed: {exc}", file=sys.stderr)

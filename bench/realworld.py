@@ -335,8 +335,12 @@ def time_interleaved(timers: dict, device, reps, rounds=5) -> dict:
         torch.cuda.synchronize()
     per_round = max(1, reps // rounds)
     times = {name: [] for name in timers}
-    for _ in range(rounds if reps >= rounds else 1):
-        for name, (lib, fn) in timers.items():
+    names = list(timers)
+    for round_ in range(rounds if reps >= rounds else 1):
+        # each round starts with the next implementation: none always follows the same one (a GPU
+        # at its power limit runs the next kernels at lower clocks for a while)
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            lib, fn = timers[name]
             with lib:
                 for _ in range(per_round):
                     if device == "cuda":
