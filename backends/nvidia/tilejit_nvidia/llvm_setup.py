@@ -57,37 +57,54 @@ def nvptx_target_machine(cpu: str, features: str):
     return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
-# LLVM 22's straight-line strength reduction (SLSR, run by NVPTX code generation) asks, for every
-# candidate pair of address computations with the same stride, whether an existing instruction can
-# be reused as their difference (`ScalarEvolution::canReuseInstruction`, which scans the following
-# instructions for one that would make poison undefined behaviour). On tilejit's unrolled address
-# arithmetic that check was 80% of SLSR and SLSR about 60% of code generation (matmul: 158 of 271 ms,
-# attention: 235 of 389 ms; 30 and 28 ms without it). The check guards against reusing an
-# instruction whose poison-generating flags (nsw, nuw, disjoint, exact) the source asserted without
-# their holding; tilejit's lowering emits no such flag, and those LLVM's optimisations infer hold
-# wherever the instruction runs, which a reused instruction does (it dominates its new user). So it
-# is turned off while NVPTX emits code, and back on after (the AMD back end shares the process).
-# The option exists in LLVM 22 (llvmlite 0.50); LLVM exits the process on an unknown option, so
-# other versions keep the default.
+# Two options hold while NVPTX emits code, and are set back after each emission (the AMD back end
+# shares the process, and LLVM's options are global):
+#
+# - LLVM 22's straight-line strength reduction (SLSR, run by NVPTX code generation) asks, for every
+#   candidate pair of address computations with the same stride, whether an existing instruction can
+#   be reused as their difference (`ScalarEvolution::canReuseInstruction`, which scans the following
+#   instructions for one that would make poison undefined behaviour). On tilejit's unrolled address
+#   arithmetic that check was 80% of SLSR and SLSR about 60% of code generation (matmul: 158 of 271
+#   ms, attention: 235 of 389 ms; 30 and 28 ms without it). The check guards against reusing an
+#   instruction whose poison-generating flags (nsw, nuw, disjoint, exact) the source asserted without
+#   their holding; tilejit's lowering emits no such flag, and those LLVM's optimisations infer hold
+#   wherever the instruction runs, which a reused instruction does (it dominates its new user). The
+#   option exists in LLVM 22 (llvmlite 0.50); LLVM exits the process on an unknown option, so other
+#   versions keep the default.
+# - Loop strength reduction (LSR) is off. The pipelined loops carry one global pointer per copied
+#   chunk, each advanced by a constant; LSR rewrote them as one base plus per-row offsets, so every
+#   iteration formed each address again (64-bit IMAD.WIDE in the SASS, issued between the wgmmas,
+#   where ncu counted most of the kernel's "dispatch" stalls). Without it, on an H100 beside Triton
+#   3.6 (two runs each, docs/benchmarks.md): matmul 4096^3 0.91 -> 1.09-1.11x Triton, 8192^3 0.98 ->
+#   1.07, 2048^3 0.98-1.05 -> 1.12-1.15, the 128x256 tile 0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 ->
+#   1.04-1.07. Loops that multiply an induction variable keep the multiply (attention's key offsets:
+#   4 `mul.lo` an iteration of ~680 instructions).
 _SLSR_GUARD_OPTION = "-enable-poison-reuse-guard"
-_slsr_lock = threading.Lock()
-_slsr_users: list = [0]
+_codegen_lock = threading.Lock()
+_codegen_users: list = [0]
+
+
+def _codegen_options() -> list[tuple[str, str]]:
+    """(while emitting, after) values of the options set around NVPTX code generation."""
+    options = [("-disable-lsr=true", "-disable-lsr=false")]
+    if llvm.llvm_version_info[0] == 22:
+        options.append((f"{_SLSR_GUARD_OPTION}=false", f"{_SLSR_GUARD_OPTION}=true"))
+    return options
 
 
 @contextmanager
-def cheap_strength_reduction():
-    """While NVPTX emits code: SLSR without its poison-reuse check (see above)."""
-    if llvm.llvm_version_info[0] != 22:
-        yield
-        return
-    with _slsr_lock:
-        if _slsr_users[0] == 0:
-            llvm.set_option("tilejit", f"{_SLSR_GUARD_OPTION}=false")
-        _slsr_users[0] += 1
+def nvptx_codegen_options():
+    """While NVPTX emits code: no loop strength reduction, SLSR without its poison-reuse check."""
+    with _codegen_lock:
+        if _codegen_users[0] == 0:
+            for during, _ in _codegen_options():
+                llvm.set_option("tilejit", during)
+        _codegen_users[0] += 1
     try:
         yield
     finally:
-        with _slsr_lock:
-            _slsr_users[0] -= 1
-            if _slsr_users[0] == 0:
-                llvm.set_option("tilejit", f"{_SLSR_GUARD_OPTION}=true")
+        with _codegen_lock:
+            _codegen_users[0] -= 1
+            if _codegen_users[0] == 0:
+                for _, after in _codegen_options():
+                    llvm.set_option("tilejit", after)

@@ -25,7 +25,7 @@ import tempfile
 from tilejit.errors import CompilationError
 
 from . import ptxas_process
-from .llvm_setup import NVPTX_TRIPLE, cheap_strength_reduction, nvptx_target_machine, parse_llvm_ir
+from .llvm_setup import NVPTX_TRIPLE, nvptx_codegen_options, nvptx_target_machine, parse_llvm_ir
 from .ptx_isa import choose_ptx_version, cpu_name, ptx_isa_for_cuda
 
 LIBDEVICE_NAME = "libdevice.10.bc"
@@ -410,7 +410,7 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)
     try:
-        with cheap_strength_reduction():
+        with nvptx_codegen_options():
             ptx = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None

@@ -1,0 +1,154 @@
+"""The options NVPTX code generation runs with (`llvm_setup.nvptx_codegen_options`), set back after
+each emission.
+
+- LLVM 22's straight-line strength reduction without its poison-reuse check: the check was 40-60% of
+  code generation on the unrolled address arithmetic of matmul and attention. The compile-speed
+  benchmark's matmul and attention (bench/kernels.py, its options) are compiled both ways: the PTX may
+  differ (SLSR reuses more address computations) but has no more instructions of any kind in the main
+  loop, no more in the kernel, and no more registers or spills.
+- No loop strength reduction: the pipelined wgmma matmul's copies read loop-carried pointers, each
+  advanced in place, instead of an address formed again every iteration (see llvm_setup)."""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import sys
+
+import llvmlite.binding as llvm
+import pytest
+
+import tilejit
+from tilejit_nvidia import llvm_setup, toolchain
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from toolchain_paths import ptxas  # noqa: E402
+
+needs_llvm22 = pytest.mark.skipif(llvm.llvm_version_info[0] != 22, reason="the SLSR option is set on LLVM 22 only")
+
+
+def _without(monkeypatch, prefix: str) -> None:
+    """Emit code with every option but the one starting with `prefix` (which keeps LLVM's default)."""
+    options = [pair for pair in llvm_setup._codegen_options() if not pair[0].startswith(prefix)]
+    monkeypatch.setattr(llvm_setup, "_codegen_options", lambda: options)
+
+
+def _statements(ptx: str):
+    """("label", name) and ("op", mnemonic) in order; an instruction may span lines, so split at `;`."""
+    out = []
+    for chunk in re.sub(r"//[^\n]*", "", ptx).split(";"):
+        text = chunk.strip().lstrip("{}").strip()
+        while (label := re.match(r"(\$L__BB\d+_\d+):\s*", text)) is not None:
+            out.append(("label", label.group(1)))
+            text = text[label.end():].lstrip("{}").strip()
+        text = re.sub(r"^@!?%p\d+\s+", "", text)
+        if text and not text.startswith((".", "(", ")")):
+            out.append(("op", ".".join(text.split()[0].split(".")[:2]) + ("" if "bra" not in text else " " + text.split()[-1])))
+    return out
+
+
+def _opcodes(ptx: str):
+    """Instruction mnemonics (`ld.global`, `mma.sync`) in the kernel and in its first loop (from a
+    label to the branch back to it)."""
+    statements = _statements(ptx)
+    kernel = collections.Counter(v.split()[0] for k, v in statements if k == "op")
+    for i, (kind, label) in enumerate(statements):
+        back = [j for j, (k, v) in enumerate(statements) if j > i and k == "op" and v.endswith(" " + label)]
+        if kind == "label" and back:
+            loop = collections.Counter(v.split()[0] for k, v in statements[i:back[-1] + 1] if k == "op")
+            return kernel, loop
+    return kernel, collections.Counter()
+
+
+def _llir(name: str, tmp_path) -> str:
+    from common import load_kernels
+    from compile_speed import KERNELS, _signature
+    os.environ["TILEJIT_CACHE_DIR"] = str(tmp_path / name)
+    kernel, sig, constexprs, options = KERNELS[name]
+    fn = getattr(load_kernels("tilejit"), kernel)
+    src = tilejit.ASTSource(fn, _signature(sig, constexprs), constexprs=constexprs)
+    return tilejit.compile(src, target="cuda:90", options=options).asm["llir"]
+
+
+def _resources(ptx: str, tmp_path) -> dict:
+    import subprocess
+    tool = ptxas()
+    if tool is None:
+        pytest.skip("ptxas not installed (pip install nvidia-cuda-nvcc)")
+    (tmp_path / "k.ptx").write_text(ptx)
+    out = subprocess.run([tool, "-v", "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True, check=True)
+    return next(iter(toolchain.parse_resource_usage(out.stdout + out.stderr).values()))
+
+
+@needs_llvm22
+@pytest.mark.parametrize("name", ["matmul", "attention"])
+def test_no_worse_ptx_without_the_poison_reuse_check(name, tmp_path, monkeypatch):
+    llir = _llir(name, tmp_path)
+    fast = toolchain.llir_to_ptx(llir, 90)
+    _without(monkeypatch, "-enable-poison-reuse-guard")
+    checked = toolchain.llir_to_ptx(llir, 90)
+    (fast_ops, fast_loop), (checked_ops, checked_loop) = _opcodes(fast), _opcodes(checked)
+    assert sum(fast_loop.values()) > 100 and sum(fast_ops.values()) <= sum(checked_ops.values())
+    assert all(fast_loop[op] <= n for op, n in checked_loop.items()) and set(fast_loop) <= set(checked_loop)
+    fast_res, checked_res = _resources(fast, tmp_path), _resources(checked, tmp_path)
+    assert fast_res["registers"] <= checked_res["registers"]
+    assert fast_res["spill_stores"] <= checked_res["spill_stores"]
+
+
+def test_the_options_are_back_after_emission(monkeypatch):
+    calls = []
+    monkeypatch.setattr(llvm_setup.llvm, "set_option", lambda name, option: calls.append(option))
+    during = [d for d, _ in llvm_setup._codegen_options()]
+    after = [a for _, a in llvm_setup._codegen_options()]
+    assert "-disable-lsr=true" in during
+    with llvm_setup.nvptx_codegen_options():
+        with llvm_setup.nvptx_codegen_options():   # another thread emitting meanwhile
+            assert calls == during
+        assert calls == during
+    assert calls == during + after
+
+
+def _wgmma_matmul_llir(tmp_path) -> str:
+    """bench/gpu.py's fp16 matmul with a 128x256 tile: unit strides known, so a cp.async + wgmma
+    pipeline."""
+    from common import load_kernels
+    os.environ["TILEJIT_CACHE_DIR"] = str(tmp_path / "wgmma")
+    names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+             "stride_cm", "stride_cn"]
+    sig = {n: ("*fp16" if n.endswith("ptr") else "i32") for n in names}
+    constexprs = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8)
+    sig.update({n: "constexpr" for n in constexprs})
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n not in constexprs}
+    src = tilejit.ASTSource(load_kernels("tilejit").matmul_kernel, sig, constexprs=constexprs, attrs=attrs)
+    return tilejit.compile(src, target="cuda:90", options=dict(num_warps=8, num_stages=3)).asm["llir"]
+
+
+def _copies_read_advanced_pointers(ptx: str) -> bool:
+    """In the main loop, is every cp.async's global address a loop-carried pointer: a register whose
+    definitions in the loop (through moves) only add to itself?"""
+    loop = ptx[ptx.index("$L__BB0_2:"):ptx.index("$L__BB0_3:")]
+    same: dict[str, str] = {}
+
+    def root(reg):
+        while same.get(reg, reg) != reg:
+            reg = same[reg]
+        return reg
+    for dst, src in re.findall(r"mov\.b64\s+(%rd\d+), (%rd\d+);", loop):
+        same[root(dst)] = root(src)
+    addresses = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[(%rd\d+)\]", loop)
+    assert len(addresses) == 12
+    for address in addresses:
+        for dst, a, b in re.findall(r"add\.s64\s+(%rd\d+), (%\w+), (%?\w+);", loop):
+            if root(dst) == root(address) and root(a) != root(address) and root(b) != root(address):
+                return False
+    return True
+
+
+def test_pipelined_copies_advance_their_pointers(tmp_path, monkeypatch):
+    llir = _wgmma_matmul_llir(tmp_path)
+    assert _copies_read_advanced_pointers(toolchain.llir_to_ptx(llir, 90))
+    _without(monkeypatch, "-disable-lsr")   # LLVM's loop strength reduction forms them again
+    assert not _copies_read_advanced_pointers(toolchain.llir_to_ptx(llir, 90))
