@@ -31,8 +31,9 @@ needs_llvm22 = pytest.mark.skipif(llvm.llvm_version_info[0] != 22, reason="the S
 
 def _without(monkeypatch, prefix: str) -> None:
     """Emit code with every option but the one starting with `prefix` (which keeps LLVM's default)."""
-    options = [pair for pair in llvm_setup._codegen_options() if not pair[0].startswith(prefix)]
-    monkeypatch.setattr(llvm_setup, "_codegen_options", lambda: options)
+    chosen = llvm_setup._codegen_options
+    monkeypatch.setattr(llvm_setup, "_codegen_options",
+                        lambda lsr: [pair for pair in chosen(lsr) if not pair[0].startswith(prefix)])
 
 
 def _statements(ptx: str):
@@ -98,17 +99,30 @@ def test_no_worse_ptx_without_the_poison_reuse_check(name, tmp_path, monkeypatch
     assert fast_res["spill_stores"] <= checked_res["spill_stores"]
 
 
-def test_the_options_are_back_after_emission(monkeypatch):
+@pytest.mark.parametrize("lsr", [True, False])
+def test_the_options_are_back_after_emission(monkeypatch, lsr):
     calls = []
     monkeypatch.setattr(llvm_setup.llvm, "set_option", lambda name, option: calls.append(option))
-    during = [d for d, _ in llvm_setup._codegen_options()]
-    after = [a for _, a in llvm_setup._codegen_options()]
-    assert "-disable-lsr=true" in during
-    with llvm_setup.nvptx_codegen_options():
-        with llvm_setup.nvptx_codegen_options():   # another thread emitting meanwhile
-            assert calls == during
+    during = [d for d, _ in llvm_setup._codegen_options(lsr)]
+    after = [a for _, a in llvm_setup._codegen_options(lsr)]
+    assert ("-disable-lsr=true" in during) == (not lsr)
+    with llvm_setup.nvptx_codegen_options(loop_strength_reduction=lsr):
         assert calls == during
     assert calls == during + after
+
+
+def _emission_options(monkeypatch, llir: str) -> list:
+    calls = []
+    real = llvm_setup.llvm.set_option
+    monkeypatch.setattr(llvm_setup.llvm, "set_option", lambda name, option: (calls.append(option), real(name, option)))
+    toolchain.llir_to_ptx(llir, 90)
+    monkeypatch.setattr(llvm_setup.llvm, "set_option", real)
+    return calls
+
+
+def test_loop_strength_reduction_is_off_only_for_pipelined_copies(tmp_path, monkeypatch):
+    assert "-disable-lsr=true" in _emission_options(monkeypatch, _wgmma_matmul_llir(tmp_path))
+    assert "-disable-lsr=true" not in _emission_options(monkeypatch, _llir("cumsum", tmp_path))
 
 
 def _wgmma_matmul_llir(tmp_path) -> str:

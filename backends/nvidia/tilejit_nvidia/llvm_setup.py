@@ -57,8 +57,9 @@ def nvptx_target_machine(cpu: str, features: str):
     return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
-# Two options hold while NVPTX emits code, and are set back after each emission (the AMD back end
-# shares the process, and LLVM's options are global):
+# Options that hold while NVPTX emits code, set back after each emission (the AMD back end shares
+# the process, and LLVM's options are global; one emission at a time, under a lock: llvmlite runs one
+# LLVM call at a time per process anyway):
 #
 # - LLVM 22's straight-line strength reduction (SLSR, run by NVPTX code generation) asks, for every
 #   candidate pair of address computations with the same stride, whether an existing instruction can
@@ -71,40 +72,37 @@ def nvptx_target_machine(cpu: str, features: str):
 #   wherever the instruction runs, which a reused instruction does (it dominates its new user). The
 #   option exists in LLVM 22 (llvmlite 0.50); LLVM exits the process on an unknown option, so other
 #   versions keep the default.
-# - Loop strength reduction (LSR) is off. The pipelined loops carry one global pointer per copied
-#   chunk, each advanced by a constant; LSR rewrote them as one base plus per-row offsets, so every
-#   iteration formed each address again (64-bit IMAD.WIDE in the SASS, issued between the wgmmas,
-#   where ncu counted most of the kernel's "dispatch" stalls). Without it, on an H100 beside Triton
-#   3.6 (two runs each, docs/benchmarks.md): matmul 4096^3 0.91 -> 1.09-1.11x Triton, 8192^3 0.98 ->
-#   1.07, 2048^3 0.98-1.05 -> 1.12-1.15, the 128x256 tile 0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 ->
-#   1.04-1.07. Loops that multiply an induction variable keep the multiply (attention's key offsets:
-#   4 `mul.lo` an iteration of ~680 instructions).
+# - Loop strength reduction (LSR) is off for kernels with software-pipelined copies (cp.async). Their
+#   loops carry one global pointer per copied chunk, each advanced by a constant; LSR rewrote them as
+#   one base plus per-row offsets, so every iteration formed each address again (64-bit IMAD.WIDE in
+#   the SASS, issued between the wgmmas, where ncu counted most of the kernel's "dispatch" stalls).
+#   Without it, on an H100 beside Triton 3.6 (two runs each, docs/benchmarks.md): matmul 4096^3 0.91
+#   -> 1.09-1.11x Triton, 8192^3 0.98 -> 1.07, 2048^3 0.98-1.05 -> 1.12-1.15, the 128x256 tile
+#   0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 -> 1.04-1.07. Other kernels keep it: in loops that index
+#   memory by a multiple of the induction variable it saves the multiply (3 of 24 instructions in the
+#   language suite's chunked elementwise loops).
 _SLSR_GUARD_OPTION = "-enable-poison-reuse-guard"
 _codegen_lock = threading.Lock()
-_codegen_users: list = [0]
 
 
-def _codegen_options() -> list[tuple[str, str]]:
-    """(while emitting, after) values of the options set around NVPTX code generation."""
-    options = [("-disable-lsr=true", "-disable-lsr=false")]
+def _codegen_options(loop_strength_reduction: bool) -> list[tuple[str, str]]:
+    """(while emitting, after) values of the options set around one NVPTX code generation."""
+    options = [] if loop_strength_reduction else [("-disable-lsr=true", "-disable-lsr=false")]
     if llvm.llvm_version_info[0] == 22:
         options.append((f"{_SLSR_GUARD_OPTION}=false", f"{_SLSR_GUARD_OPTION}=true"))
     return options
 
 
 @contextmanager
-def nvptx_codegen_options():
-    """While NVPTX emits code: no loop strength reduction, SLSR without its poison-reuse check."""
+def nvptx_codegen_options(loop_strength_reduction: bool = True):
+    """While NVPTX emits code: SLSR without its poison-reuse check, and loop strength reduction only
+    when `loop_strength_reduction` (see above). Not reentrant."""
+    options = _codegen_options(loop_strength_reduction)
     with _codegen_lock:
-        if _codegen_users[0] == 0:
-            for during, _ in _codegen_options():
-                llvm.set_option("tilejit", during)
-        _codegen_users[0] += 1
-    try:
-        yield
-    finally:
-        with _codegen_lock:
-            _codegen_users[0] -= 1
-            if _codegen_users[0] == 0:
-                for _, after in _codegen_options():
-                    llvm.set_option("tilejit", after)
+        for during, _ in options:
+            llvm.set_option("tilejit", during)
+        try:
+            yield
+        finally:
+            for _, after in options:
+                llvm.set_option("tilejit", after)

@@ -410,7 +410,8 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)
     try:
-        with nvptx_codegen_options():
+        # software-pipelined copies keep their pointers without LLVM's loop strength reduction
+        with nvptx_codegen_options(loop_strength_reduction="cp.async" not in llvm_ir_text):
             ptx = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None
