@@ -78,9 +78,11 @@ def nvptx_target_machine(cpu: str, features: str):
 #   the SASS, issued between the wgmmas, where ncu counted most of the kernel's "dispatch" stalls).
 #   Without it, on an H100 beside Triton 3.6 (two runs each, docs/benchmarks.md): matmul 4096^3 0.91
 #   -> 1.09-1.11x Triton, 8192^3 0.98 -> 1.07, 2048^3 0.98-1.05 -> 1.12-1.15, the 128x256 tile
-#   0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 -> 1.04-1.07. Other kernels keep it: in loops that index
-#   memory by a multiple of the induction variable it saves the multiply (3 of 24 instructions in the
-#   language suite's chunked elementwise loops).
+#   0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 -> 1.04-1.07. It costs where a loop indexes memory by a
+#   multiple of the induction variable, whose multiply LSR turns into an add: the bench attention
+#   (`cols * stride` each iteration) went 1.24 -> 1.20-1.22x Triton in three A/B runs, its masked
+#   form 1.18 -> 1.19-1.20. Kernels without such copies keep LSR (in the language suite's chunked
+#   elementwise loops it saves 3 of 24 instructions).
 _SLSR_GUARD_OPTION = "-enable-poison-reuse-guard"
 _codegen_lock = threading.Lock()
 
