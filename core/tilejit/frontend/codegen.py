@@ -75,6 +75,14 @@ _PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: 
            ast.NotIn: lambda a, b: a not in b}
 
 
+# Parsed function sources, by their text: every specialization of a kernel (and every kernel calling
+# a `@jit` helper) generates from the same tree, which the generator only reads (`visit_statements`
+# copies a statement before giving it more statements). Parsing is a pure function of the text, so a
+# source edited through `_unsafe_update_src` is simply another key.
+_parsed_sources: Dict[str, ast.Module] = {}
+_PARSED_SOURCES_MAX = 512
+
+
 class BoundMember:
     """`x.sum` for a tensor `x`: calls `tl.sum(x, ...)` (a builtin or a `@jit` function)."""
 
@@ -190,11 +198,17 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
 
     # -- function generation -----------------------------------------------------------------------------
     def parse(self) -> ast.FunctionDef:
-        try:
-            tree = ast.parse(self.fn.src)
-        except SyntaxError as exc:
-            raise CompilationError(f"syntax error: {exc.msg}", self.file,
-                                   self.line_offset + (exc.lineno or 1), exc.offset) from None
+        src = self.fn.src
+        tree = _parsed_sources.get(src)
+        if tree is None:
+            try:
+                tree = ast.parse(src)
+            except SyntaxError as exc:
+                raise CompilationError(f"syntax error: {exc.msg}", self.file,
+                                       self.line_offset + (exc.lineno or 1), exc.offset) from None
+            if len(_parsed_sources) >= _PARSED_SOURCES_MAX:
+                _parsed_sources.clear()
+            _parsed_sources[src] = tree
         fdef = tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise CompilationError("a @jit function must be a plain 'def'", self.file, self.line_offset + 1, 1)
