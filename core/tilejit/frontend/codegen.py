@@ -82,6 +82,25 @@ _PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: 
 _parsed_sources: Dict[str, ast.Module] = {}
 _PARSED_SOURCES_MAX = 512
 
+# function -> (its code, defaults, keyword defaults, inspect.Signature): a `@jit` function's signature
+# binds every call to it; it is made again when the function's code or defaults were replaced.
+_signatures: Dict[object, tuple] = {}
+
+
+def _signature(function) -> inspect.Signature:
+    state = (getattr(function, "__code__", None), getattr(function, "__defaults__", None),
+             getattr(function, "__kwdefaults__", None))
+    cached = _signatures.get(function)
+    if cached is not None and all(a is b for a, b in zip(cached[0], state)):
+        return cached[1]
+    signature = inspect.signature(function)
+    if state[0] is not None and getattr(function, "__signature__", None) is None \
+            and getattr(function, "__wrapped__", None) is None:
+        if len(_signatures) >= _PARSED_SOURCES_MAX:
+            _signatures.clear()
+        _signatures[function] = (state, signature)
+    return signature
+
 
 class BoundMember:
     """`x.sum` for a tensor `x`: calls `tl.sum(x, ...)` (a builtin or a `@jit` function)."""
@@ -625,7 +644,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if elementwise is None:
             elementwise, elementwise_shape = self.elementwise, self.elementwise_shape
         try:
-            bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+            bound = _signature(fn.fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()
