@@ -44,6 +44,9 @@ class DenseAttr:
         return f"DenseAttr({list(self.values)})"
 
 
+_PLAIN_STRING = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but `"` and `\`
+
+
 def format_attr(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -57,7 +60,8 @@ def format_attr(value) -> str:
         text = repr(value)
         return text if ("." in text or "e" in text) else text + ".0"
     if isinstance(value, str):
-        return json.dumps(value)
+        # What json.dumps escapes (its ESCAPE_ASCII): most attribute strings have none of it.
+        return f'"{value}"' if type(value) is str and _PLAIN_STRING.fullmatch(value) else json.dumps(value)
     if isinstance(value, Type):
         return str(value)
     if isinstance(value, DenseAttr):
