@@ -4,7 +4,7 @@ import ast
 
 import tilejit
 import tilejit.language as tl
-from tilejit.frontend import codegen
+from tilejit.frontend import reuse
 
 from .helpers import ttir
 
@@ -26,7 +26,7 @@ def test_a_new_specialization_parses_nothing_again(monkeypatch):
     first = ttir(_kernel, SIG, {"BLOCK": 64})
     parses = []
     real_parse = ast.parse
-    monkeypatch.setattr(codegen.ast, "parse", lambda *a, **k: parses.append(a) or real_parse(*a, **k))
+    monkeypatch.setattr(reuse.ast, "parse", lambda *a, **k: parses.append(a) or real_parse(*a, **k))
     second = ttir(_kernel, SIG, {"BLOCK": 128})
     assert parses == []
     assert second == first.replace("64", "128")

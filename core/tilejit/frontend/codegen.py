@@ -26,6 +26,7 @@ from ..language import core as tl
 from ..language.semantic import Semantic
 from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
 from .predication import PredicationMixin
+from .reuse import parse_source, signature_of
 from .statements import StatementsMixin
 from .values import (flatten, is_jit_function, is_named_tuple_class, is_tensor, named_tuple, rebuild,
                      tuple_fields, type_key, unwrap, wrap)
@@ -73,33 +74,6 @@ _PY_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: 
            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
            ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b,
            ast.NotIn: lambda a, b: a not in b}
-
-
-# Parsed function sources, by their text: every specialization of a kernel (and every kernel calling
-# a `@jit` helper) generates from the same tree, which the generator only reads (`visit_statements`
-# copies a statement before giving it more statements). Parsing is a pure function of the text, so a
-# source edited through `_unsafe_update_src` is simply another key.
-_parsed_sources: Dict[str, ast.Module] = {}
-_PARSED_SOURCES_MAX = 512
-
-# function -> (its code, defaults, keyword defaults, inspect.Signature): a `@jit` function's signature
-# binds every call to it; it is made again when the function's code or defaults were replaced.
-_signatures: Dict[object, tuple] = {}
-
-
-def _signature(function) -> inspect.Signature:
-    state = (getattr(function, "__code__", None), getattr(function, "__defaults__", None),
-             getattr(function, "__kwdefaults__", None))
-    cached = _signatures.get(function)
-    if cached is not None and all(a is b for a, b in zip(cached[0], state)):
-        return cached[1]
-    signature = inspect.signature(function)
-    if state[0] is not None and getattr(function, "__signature__", None) is None \
-            and getattr(function, "__wrapped__", None) is None:
-        if len(_signatures) >= _PARSED_SOURCES_MAX:
-            _signatures.clear()
-        _signatures[function] = (state, signature)
-    return signature
 
 
 class BoundMember:
@@ -217,17 +191,11 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
 
     # -- function generation -----------------------------------------------------------------------------
     def parse(self) -> ast.FunctionDef:
-        src = self.fn.src
-        tree = _parsed_sources.get(src)
-        if tree is None:
-            try:
-                tree = ast.parse(src)
-            except SyntaxError as exc:
-                raise CompilationError(f"syntax error: {exc.msg}", self.file,
-                                       self.line_offset + (exc.lineno or 1), exc.offset) from None
-            if len(_parsed_sources) >= _PARSED_SOURCES_MAX:
-                _parsed_sources.clear()
-            _parsed_sources[src] = tree
+        try:
+            tree = parse_source(self.fn.src)  # parsed once per text (frontend/reuse.py)
+        except SyntaxError as exc:
+            raise CompilationError(f"syntax error: {exc.msg}", self.file,
+                                   self.line_offset + (exc.lineno or 1), exc.offset) from None
         fdef = tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise CompilationError("a @jit function must be a plain 'def'", self.file, self.line_offset + 1, 1)
@@ -644,7 +612,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if elementwise is None:
             elementwise, elementwise_shape = self.elementwise, self.elementwise_shape
         try:
-            bound = _signature(fn.fn).bind(*args, **kwargs)
+            bound = signature_of(fn.fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()
