@@ -120,3 +120,14 @@ def test_fp16_past_the_range_becomes_infinity_as_in_c(value, expected):
     assert np.frombuffer(bytes(packer.buffer)[offset:offset + 2], np.float16)[0] == 65504.0
     with pytest.raises(TypeError, match="'val'"):
         packer.pack_checked((FakeTensor(16), "big"), "my_kernel")
+
+
+def test_packers_of_one_signature_share_code_not_buffers():
+    # The generated `pack` is compiled once per signature (a launcher makes a packer per launching
+    # thread); each packer still writes only its own buffer.
+    first, second = ArgPacker(["*fp32", "i32"]), ArgPacker(["*fp32", "i32"])
+    assert first.pack.__code__ is second.pack.__code__
+    first.pack(FakeTensor(0x1000), 7)
+    second.pack(FakeTensor(0x2000), -9)
+    assert param_bytes(first, 0, 8) == struct.pack("<Q", 0x1000) and param_bytes(first, 1, 4) == struct.pack("<i", 7)
+    assert param_bytes(second, 0, 8) == struct.pack("<Q", 0x2000) and param_bytes(second, 1, 4) == struct.pack("<i", -9)

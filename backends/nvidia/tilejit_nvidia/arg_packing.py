@@ -59,6 +59,14 @@ def _packer_source(type_strings: tuple[str, ...]) -> tuple[str, str]:
     return "@" + "".join(codes), "\n".join(lines) + "\n"
 
 
+@functools.lru_cache(maxsize=256)
+def _packer_code(type_strings: tuple[str, ...]):
+    """`_packer_source`'s source compiled, once per signature: compiling is most of an ArgPacker's
+    construction, and a launcher builds one when it is made and one per launching thread."""
+    source = _packer_source(type_strings)[1]
+    return compile(source, f"<tilejit cuda argument packer {','.join(type_strings)}>", "exec")
+
+
 class ArgPacker:
     """Owns the parameter buffer and pointer array of one launcher and fills them per launch.
 
@@ -86,7 +94,7 @@ class ArgPacker:
         self.pack_into = layout.pack_into  # for the launcher's own generated code (`pack_lines`)
         namespace = {"pack_into": layout.pack_into, "buffer": self.buffer, "pointer_of": pointer_of,
                      "bf16_bits": bf16_bits}
-        exec(compile(source, f"<tilejit cuda argument packer {','.join(self.type_strings)}>", "exec"), namespace)
+        exec(_packer_code(self.type_strings), namespace)  # noqa: S102
         self.pack = namespace["pack"]
         self.source = source
 

@@ -217,7 +217,7 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
     """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2; a loop's
     own `tl.range(num_stages=)`, the attribute `tt.num_stages`, wins), as many as fit in
     `shared_memory` bytes less the scratch reserve."""
-    analysis = AxisAnalysis(func)
+    analysis = None  # made for the first loop that loads: most kernels have none
     budget = shared_memory - SCRATCH_RESERVE
     for loop in [op for op in func.walk() if op.name == "scf.for"]:
         stages = loop.attrs.get("tt.num_stages")
@@ -225,6 +225,10 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
         if stages < 2:
             continue
         body = loop.regions[0].blocks[0]
+        if analysis is None:
+            if not any(op.name == "tt.load" for op in body.ops):
+                continue
+            analysis = AxisAnalysis(func)
         loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op)]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
         while loads and _address_slice(loop, loads) is None:

@@ -384,13 +384,15 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     module = parse_llvm_ir(llvm_ir_text)
     module.triple = NVPTX_TRIPLE
     module.data_layout = str(machine.target_data)
-    user_defined = {f.name for f in module.functions if not f.is_declaration}
+    # (function, name, is a declaration): each is a call into LLVM, so the functions are read once.
+    functions = [(f, f.name, f.is_declaration) for f in module.functions]
+    user_defined = {name for _, name, declared in functions if not declared}
     kernels = _kernel_names(llvm_ir_text) & user_defined
     if not kernels:
         raise CompilationError("the LLVM module has no kernel: mark the entry function with the "
                                "ptx_kernel calling convention")
 
-    wanted_libdevice = sorted(f.name for f in module.functions if f.is_declaration and f.name.startswith("__nv_"))
+    wanted_libdevice = sorted(name for _, name, declared in functions if declared and name.startswith("__nv_"))
     if wanted_libdevice:
         if not libdevice:
             raise CompilationError(f"the kernel calls {', '.join(wanted_libdevice)} but libdevice linking is off")
@@ -400,9 +402,10 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
                 f"the kernel calls libdevice functions ({', '.join(wanted_libdevice[:3])}) but {LIBDEVICE_NAME} "
                 "was not found; pip install nvidia-nvvm (CUDA 13) or nvidia-cuda-nvcc (CUDA 12), or set CUDA_HOME")
         _link_libdevice(module, path, wanted_libdevice)
+        functions = [(f, f.name, f.is_declaration) for f in module.functions]  # libdevice's joined them
 
-    for function in module.functions:
-        if not function.is_declaration and function.name not in kernels:
+    for function, name, declared in functions:
+        if not declared and name not in kernels:
             function.linkage = llvm.Linkage.internal
 
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)

@@ -26,6 +26,7 @@ from ..language import core as tl
 from ..language.semantic import Semantic
 from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
 from .predication import PredicationMixin
+from .reuse import parse_source, signature_of
 from .statements import StatementsMixin
 from .values import (flatten, is_jit_function, is_named_tuple_class, is_tensor, named_tuple, rebuild,
                      tuple_fields, type_key, unwrap, wrap)
@@ -191,7 +192,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
     # -- function generation -----------------------------------------------------------------------------
     def parse(self) -> ast.FunctionDef:
         try:
-            tree = ast.parse(self.fn.src)
+            tree = parse_source(self.fn.src)  # parsed once per text (frontend/reuse.py)
         except SyntaxError as exc:
             raise CompilationError(f"syntax error: {exc.msg}", self.file,
                                    self.line_offset + (exc.lineno or 1), exc.offset) from None
@@ -611,7 +612,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if elementwise is None:
             elementwise, elementwise_shape = self.elementwise, self.elementwise_shape
         try:
-            bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+            bound = signature_of(fn.fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()

@@ -64,9 +64,7 @@ class AxisAnalysis:
         while True:
             self._walk(func)
             changed = False
-            for op in func.walk():
-                if op.name != "scf.for":
-                    continue
+            for op in self._loops:
                 body = op.regions[0].blocks[0]
                 for k, arg in enumerate(body.args[1:]):
                     met = _meet(self.info(op.operand_group("inits")[k]), self.info(body.ops[-1].operands[k]))
@@ -80,6 +78,7 @@ class AxisAnalysis:
 
     def _walk(self, func: ir.Operation) -> None:
         self.infos: Dict[int, AxisInfo] = {}
+        self._loops = []  # the function's scf.for ops, in walk order (the fixpoint visits them)
         entry = func.regions[0].blocks[0]
         for arg, attrs in zip(entry.args, func.attrs.get("arg_attrs") or []):
             div = (attrs or {}).get("tt.divisibility", 1)
@@ -88,6 +87,7 @@ class AxisAnalysis:
             if op is func:
                 continue
             if op.name == "scf.for":
+                self._loops.append(op)
                 body = op.regions[0].blocks[0]
                 # The induction variable is lb + i * step: a multiple of what divides both (for
                 # `range(0, n, BLOCK)` that is BLOCK, so `off + tl.arange(0, BLOCK)` stays vectorizable).

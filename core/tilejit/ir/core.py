@@ -165,10 +165,19 @@ class Operation:
     def walk(self) -> Iterator["Operation"]:
         """This op and every op nested in its regions, pre-order."""
         yield self
+        if self.regions:
+            yield from self._walk_nested()
+
+    def _walk_nested(self) -> Iterator["Operation"]:
+        # `walk` below this op. An op is yielded here, not through a generator of its own, and its
+        # regions are looked at once the caller is done with it (as `walk` does): most ops have none,
+        # and a generator per op was most of a walk's time.
         for region in self.regions:
             for block in region.blocks:
                 for op in list(block.ops):
-                    yield from op.walk()
+                    yield op
+                    if op.regions:
+                        yield from op._walk_nested()
 
     def parent_op(self) -> Optional["Operation"]:
         if self.parent is None or self.parent.parent is None:

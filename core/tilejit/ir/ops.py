@@ -139,9 +139,13 @@ _register("tt.func", (), pure=False, has_regions=True)
 _register("ttg.convert_layout", "src")
 
 
+_UNKNOWN_OP = OpInfo(pure=False)
+
+
 def info(name: str) -> OpInfo:
     """Traits of an op; an unknown op is treated conservatively (impure, no traits)."""
-    return OPS.get(name, OpInfo(pure=False))
+    found = OPS.get(name)
+    return _UNKNOWN_OP if found is None else found
 
 
 def is_removable_if_unused(op) -> bool:

@@ -44,6 +44,9 @@ class DenseAttr:
         return f"DenseAttr({list(self.values)})"
 
 
+_PLAIN_STRING = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but `"` and `\`
+
+
 def format_attr(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -57,7 +60,8 @@ def format_attr(value) -> str:
         text = repr(value)
         return text if ("." in text or "e" in text) else text + ".0"
     if isinstance(value, str):
-        return json.dumps(value)
+        # What json.dumps escapes (its ESCAPE_ASCII): most attribute strings have none of it.
+        return f'"{value}"' if type(value) is str and _PLAIN_STRING.fullmatch(value) else json.dumps(value)
     if isinstance(value, Type):
         return str(value)
     if isinstance(value, DenseAttr):
@@ -119,6 +123,24 @@ class Printer:
     def __init__(self, with_locations: bool = True):
         self.with_locations = with_locations
         self.lines: List[str] = []
+        # Type -> its text: a kernel's values share a few types, whose text (a tensor's layout
+        # above all) costs more to build than to look up. Equal types print the same. Looked up by
+        # identity first (the IR being printed holds every type, so ids are not reused meanwhile),
+        # as hashing a tensor type hashes its layout.
+        self._type_texts: Dict[Type, str] = {}
+        self._type_texts_by_id: Dict[int, str] = {}
+
+    def type_text(self, t) -> str:
+        text = self._type_texts_by_id.get(id(t))
+        if text is None:
+            try:
+                text = self._type_texts.get(t)
+                if text is None:
+                    text = self._type_texts[t] = str(t)
+            except TypeError:  # a type holding something unhashable
+                text = str(t)
+            self._type_texts_by_id[id(t)] = text
+        return text
 
     def loc(self, op: Operation) -> str:
         return f" {op.loc}" if self.with_locations else ""
@@ -138,13 +160,13 @@ class Printer:
         arg_attrs = op.attrs.get("arg_attrs") or [{} for _ in entry.args]
         params = []
         for a, attrs in zip(entry.args, arg_attrs):
-            text = f"{namer[a]}: {a.type}"
+            text = f"{namer[a]}: {self.type_text(a.type)}"
             if attrs:
                 text += " {" + ", ".join(
                     f"{k} = {format_attr(v)}" + (" : i32" if isinstance(v, int) and not isinstance(v, bool) else "")
                     for k, v in attrs.items()) + "}"
             params.append(text)
-        results = ", ".join(str(t) for t in fty.results)
+        results = ", ".join(self.type_text(t) for t in fty.results)
         vis = op.attrs.get("sym_visibility", "public")
         extra = {k: v for k, v in op.attrs.items()
                  if k not in ("sym_name", "function_type", "arg_attrs", "sym_visibility")}
@@ -172,20 +194,22 @@ class Printer:
             text = indent + ")"
         if op.name == "arith.constant" and not op.operands and len(op.results) == 1 and not op.regions:
             # MLIR's form `... : f32`, which Triton's TTIR has and its tests search for
-            self.lines.append(f"{text} : {op.results[0].type}{self.loc(op)}")
+            self.lines.append(f"{text} : {self.type_text(op.results[0].type)}{self.loc(op)}")
             return
         if op.name in CAST_OPS and len(op.operands) == 1 and len(op.results) == 1 and not op.regions:
-            self.lines.append(f"{text} : {op.operands[0].type} to {op.results[0].type}{self.loc(op)}")
+            self.lines.append(f"{text} : {self.type_text(op.operands[0].type)} to "
+                              f"{self.type_text(op.results[0].type)}{self.loc(op)}")
             return
-        ins = ", ".join(str(v.type) for v in op.operands)
-        outs = ", ".join(str(r.type) for r in op.results)
+        type_text = self.type_text
+        ins = ", ".join(type_text(v.type) for v in op.operands)
+        outs = ", ".join(type_text(r.type) for r in op.results)
         self.lines.append(f"{text} : ({ins}) -> ({outs}){self.loc(op)}")
 
     def region(self, region: Region, namer: _Namer, indent: str, last: bool) -> None:
         self.lines.append(indent + "{")
         for block in region.blocks:
             namer.name_block_args(block)
-            args = ", ".join(f"{namer[a]}: {a.type}" for a in block.args)
+            args = ", ".join(f"{namer[a]}: {self.type_text(a.type)}" for a in block.args)
             self.lines.append(f"{indent}^bb({args}):")
             for inner in block.ops:
                 self.op(inner, namer, indent + "  ")

@@ -6,7 +6,6 @@ what follows the region's op), and the two arms of an `scf.if` never share value
 """
 from __future__ import annotations
 
-from collections import ChainMap
 from dataclasses import dataclass
 
 from ..ir import Block, Module, Type
@@ -41,7 +40,29 @@ def _key(op):
             tuple(r.type for r in op.results))
 
 
-def _cse_block(block: Block, scope: ChainMap) -> int:
+class _Scope:
+    """The ops visible in a block: its own, then its enclosing blocks' (a ChainMap without the
+    exception ChainMap raises inside for every key an inner scope lacks)."""
+    __slots__ = ("maps",)
+
+    def __init__(self, maps=None):
+        self.maps = maps if maps is not None else [{}]
+
+    def new_child(self) -> "_Scope":
+        return _Scope([{}] + self.maps)
+
+    def get(self, key):
+        for mapping in self.maps:
+            found = mapping.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def __setitem__(self, key, op) -> None:
+        self.maps[0][key] = op
+
+
+def _cse_block(block: Block, scope: _Scope) -> int:
     merged = 0
     for op in list(block.ops):
         for region in op.regions:
@@ -70,4 +91,4 @@ class CSE:
         for func in module.functions:
             for region in func.regions:
                 for block in region.blocks:
-                    _cse_block(block, ChainMap())
+                    _cse_block(block, _Scope())

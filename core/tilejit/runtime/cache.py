@@ -386,20 +386,21 @@ def cache_stats(cache_dir: str | None = None) -> dict[str, Any]:
 # ---- the running total (see "Eviction" in the module's docstring) ----------------------------------
 @contextlib.contextmanager
 def _usage_lock(kernels: str):
-    """An advisory lock around a read-modify-write of the usage file (none where there is no fcntl)."""
+    """An advisory lock around a read-modify-write of the usage file (none where there is no fcntl);
+    yields whether the lock is held."""
     try:
         import fcntl
     except ImportError:
-        yield
+        yield False
         return
     try:
         fd = os.open(os.path.join(kernels, _USAGE_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
-        yield
+        yield False
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield True
     finally:
         os.close(fd)  # closing releases the lock
 
@@ -417,12 +418,19 @@ def _read_usage(kernels: str) -> tuple[int, float] | None:
     return total, float(scanned_at)
 
 
-def _write_usage(kernels: str, total: int, scanned_at: float) -> None:
+def _write_usage(kernels: str, total: int, scanned_at: float, locked: bool = False) -> None:
+    """Write the running total. Under the lock it is rewritten in place: every reader holds the same
+    lock, and a file torn by a crash reads as unreadable, which only costs a scan. Replacing the file
+    (by rename, or by truncating it to nothing) instead makes ext4 write it out at once (its
+    `auto_da_alloc` guard for replaced files), 1.3 ms on every store, the most of a small kernel's."""
+    data = json.dumps({"bytes": total, "scanned_at": scanned_at}).encode("utf-8")
+    if locked and hasattr(os, "pwrite") and _rewrite_in_place(os.path.join(kernels, _USAGE_FILE), data):
+        return
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=_STAGE_PREFIX + "usage-", dir=kernels)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"bytes": total, "scanned_at": scanned_at}, f)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, os.path.join(kernels, _USAGE_FILE))
         tmp = None
     except OSError:
@@ -433,14 +441,32 @@ def _write_usage(kernels: str, total: int, scanned_at: float) -> None:
                 os.unlink(tmp)
 
 
+def _rewrite_in_place(path: str, data: bytes) -> bool:
+    """Overwrite `path` (a plain file, created if missing) with `data`; False when it cannot be."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return False  # a link or a folder in its place: the replacing write puts a file there
+    try:
+        # Written, then cut to length (never truncated to nothing first: see `_write_usage`).
+        if os.pwrite(fd, data, 0) != len(data):
+            return False
+        os.ftruncate(fd, len(data))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _count_stored(cache_dir: str, added_bytes: int, max_bytes: int) -> None:
     """Add a stored entry's bytes to the running total; scan and evict only when needed."""
     kernels = os.path.join(cache_dir, KERNELS_DIR)
-    with _usage_lock(kernels):
+    with _usage_lock(kernels) as locked:
         usage = _read_usage(kernels)
         now = time.time()
         if usage is not None and 0 <= now - usage[1] <= _RESCAN_SECONDS and usage[0] + added_bytes <= max_bytes:
-            _write_usage(kernels, usage[0] + added_bytes, usage[1])
+            _write_usage(kernels, usage[0] + added_bytes, usage[1], locked)
             return
     evict(max_bytes, cache_dir)
 
@@ -471,8 +497,8 @@ def evict(max_bytes: int, cache_dir: str | None = None) -> int:
             removed += 1
         total -= size  # gone either way: by us or by a concurrent evictor
     if os.path.isdir(kernels):
-        with _usage_lock(kernels):
-            _write_usage(kernels, max(total, 0), now)
+        with _usage_lock(kernels) as locked:
+            _write_usage(kernels, max(total, 0), now, locked)
     return removed
 
 

@@ -24,13 +24,30 @@ from .tensor_ops import TensorOps
 _SMEM_NAME = "global_smem"
 
 
+_SCALAR_LAYOUT = LinearLayout((), (), (), ())
+# (encoding, shape) -> its LinearLayout: the lowering asks for the layout of every tensor it touches,
+# and one encoding serves most of a kernel's tensors. Encodings are frozen dataclasses and a
+# LinearLayout is immutable, so a layout computed once is the layout.
+_linear_layouts: Dict[tuple, LinearLayout] = {}
+
+
 def layout_of(t: ir.Type) -> LinearLayout:
     """The linear layout of a TTGIR tensor type; scalars hold their one value in register 0."""
     if not isinstance(t, ir.TensorType):
-        return LinearLayout((), (), (), ())
+        return _SCALAR_LAYOUT
     if t.encoding is None:
         raise CompilationError(f"tensor {t} has no layout: run the TTGIR passes first")
-    return t.encoding.to_linear(t.shape)
+    key = (t.encoding, t.shape)
+    try:
+        layout = _linear_layouts.get(key)
+    except TypeError:  # an encoding that cannot be hashed: computed every time
+        return t.encoding.to_linear(t.shape)
+    if layout is None:
+        layout = t.encoding.to_linear(t.shape)
+        if len(_linear_layouts) >= 4096:
+            _linear_layouts.clear()
+        _linear_layouts[key] = layout
+    return layout
 
 
 class FunctionLowering(TensorOps):
