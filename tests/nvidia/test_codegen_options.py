@@ -120,22 +120,33 @@ def _emission_options(monkeypatch, llir: str) -> list:
     return calls
 
 
-def test_loop_strength_reduction_is_off_only_for_pipelined_copies(tmp_path, monkeypatch):
+def test_loop_strength_reduction_is_off_only_for_kernels_reading_through_copies(tmp_path, monkeypatch):
     assert "-disable-lsr=true" in _emission_options(monkeypatch, _wgmma_matmul_llir(tmp_path))
     assert "-disable-lsr=true" not in _emission_options(monkeypatch, _llir("cumsum", tmp_path))
+    assert "-disable-lsr=true" not in _emission_options(monkeypatch, _llir("attention", tmp_path))
 
 
-def _wgmma_matmul_llir(tmp_path) -> str:
-    """bench/gpu.py's fp16 matmul with a 128x256 tile: unit strides known, so a cp.async + wgmma
-    pipeline."""
+def test_register_staged_loads_keep_loop_strength_reduction(tmp_path, monkeypatch):
+    # bench/gpu.py's 3000x2000x1500 matmul: A's rows (1500 halves) are not 16-byte aligned, so A is
+    # read into registers (36 pointers a thread with B's copies); without LSR ptxas spilled 568 bytes
+    llir = _wgmma_matmul_llir(tmp_path, block_n=128, unaligned=("M", "K", "stride_am"))
+    assert "cp.async" in llir and "ld.global" in llir
+    assert "-disable-lsr=true" not in _emission_options(monkeypatch, llir)
+    resources = _resources(toolchain.llir_to_ptx(llir, 90), tmp_path)
+    assert resources["spill_stores"] == 0
+
+
+def _wgmma_matmul_llir(tmp_path, block_n=256, unaligned=()) -> str:
+    """bench/gpu.py's fp16 matmul (128 x `block_n` tile): unit strides known, so a cp.async + wgmma
+    pipeline; the arguments in `unaligned` are not known to be multiples of 16."""
     from common import load_kernels
-    os.environ["TILEJIT_CACHE_DIR"] = str(tmp_path / "wgmma")
+    os.environ["TILEJIT_CACHE_DIR"] = str(tmp_path / f"wgmma{block_n}{len(unaligned)}")
     names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
              "stride_cm", "stride_cn"]
     sig = {n: ("*fp16" if n.endswith("ptr") else "i32") for n in names}
-    constexprs = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8)
+    constexprs = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_M=128, BLOCK_N=block_n, BLOCK_K=64, GROUP_M=8)
     sig.update({n: "constexpr" for n in constexprs})
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n not in constexprs}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n not in constexprs and n not in unaligned}
     src = tilejit.ASTSource(load_kernels("tilejit").matmul_kernel, sig, constexprs=constexprs, attrs=attrs)
     return tilejit.compile(src, target="cuda:90", options=dict(num_warps=8, num_stages=3)).asm["llir"]
 

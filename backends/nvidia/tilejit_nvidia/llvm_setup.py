@@ -72,17 +72,18 @@ def nvptx_target_machine(cpu: str, features: str):
 #   wherever the instruction runs, which a reused instruction does (it dominates its new user). The
 #   option exists in LLVM 22 (llvmlite 0.50); LLVM exits the process on an unknown option, so other
 #   versions keep the default.
-# - Loop strength reduction (LSR) is off for kernels with software-pipelined copies (cp.async). Their
-#   loops carry one global pointer per copied chunk, each advanced by a constant; LSR rewrote them as
-#   one base plus per-row offsets, so every iteration formed each address again (64-bit IMAD.WIDE in
-#   the SASS, issued between the wgmmas, where ncu counted most of the kernel's "dispatch" stalls).
+# - Loop strength reduction (LSR) is off for kernels that read global memory only through
+#   software-pipelined copies (cp.async; `toolchain._wants_loop_strength_reduction`). Their loops carry
+#   one global pointer per copied chunk, each advanced by a constant; LSR rewrote them as one base
+#   plus per-row offsets, so every iteration formed each address again (64-bit IMAD.WIDE in the
+#   SASS, issued between the wgmmas, where ncu counted most of the kernel's "dispatch" stalls).
 #   Without it, on an H100 beside Triton 3.6 (two runs each, docs/benchmarks.md): matmul 4096^3 0.91
 #   -> 1.09-1.11x Triton, 8192^3 0.98 -> 1.07, 2048^3 0.98-1.05 -> 1.12-1.15, the 128x256 tile
-#   0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 -> 1.04-1.07. It costs where a loop indexes memory by a
-#   multiple of the induction variable, whose multiply LSR turns into an add: the bench attention
-#   (`cols * stride` each iteration) went 1.24 -> 1.20-1.22x Triton in three A/B runs, its masked
-#   form 1.18 -> 1.19-1.20. Kernels without such copies keep LSR (in the language suite's chunked
-#   elementwise loops it saves 3 of 24 instructions).
+#   0.97-0.99 -> 1.02-1.04, fp8 e5m2 1.02 -> 1.04-1.07. Kernels that also load into registers keep
+#   it: with many pointers LSR folds them into a base and immediate offsets (a matmul with unaligned
+#   A rows spilled 568 bytes without it: 0.40x Triton), and it turns index multiplies into adds (the
+#   bench attention, `cols * stride`, 1.24x Triton with LSR, 1.20-1.22x without). In the language
+#   suite's chunked elementwise loops it saves 3 of 24 instructions.
 _SLSR_GUARD_OPTION = "-enable-poison-reuse-guard"
 _codegen_lock = threading.Lock()
 

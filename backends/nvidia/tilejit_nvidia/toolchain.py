@@ -364,6 +364,21 @@ def _link_libdevice(module, path: str, names=None) -> None:
         raise CompilationError(f"linking libdevice ({path}) failed: {exc}") from None
 
 
+_SYNCHRONOUS_GLOBAL_READ = re.compile(r"ld\.global|= load [^\n]*ptr addrspace\(1\)")
+
+
+def _wants_loop_strength_reduction(llvm_ir_text: str) -> bool:
+    """False for a kernel that reads global memory only through asynchronous copies (cp.async).
+
+    Its loop then carries one pointer per copied chunk, advanced by a constant, which LSR would turn
+    back into addresses formed every iteration (see `llvm_setup`). A kernel that also reads global
+    memory into registers keeps LSR: there it folds many pointers into one base register with
+    immediate offsets (a matmul whose A rows are not 16-byte aligned: 36 pointers a thread, 568 bytes
+    spilled without LSR, none with it), or turns an index multiply into an add (attention's
+    `cols * stride`)."""
+    return "cp.async" not in llvm_ir_text or _SYNCHRONOUS_GLOBAL_READ.search(llvm_ir_text) is not None
+
+
 def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libdevice: bool = True) -> str:
     """Compile an LLVM IR module for `sm_<arch>` to PTX text.
 
@@ -413,8 +428,7 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)
     try:
-        # software-pipelined copies keep their pointers without LLVM's loop strength reduction
-        with nvptx_codegen_options(loop_strength_reduction="cp.async" not in llvm_ir_text):
+        with nvptx_codegen_options(loop_strength_reduction=_wants_loop_strength_reduction(llvm_ir_text)):
             ptx = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None
