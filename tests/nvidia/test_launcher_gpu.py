@@ -154,6 +154,22 @@ def test_benchmarker_times_a_launch(vector_add_cubin):
     assert 0 < ms < 100
 
 
+def test_benchmarker_keeps_to_its_time_budget(vector_add_cubin):
+    """The run count comes from a run's cost including its L2 flush (as Triton's): a tiny kernel
+    gets rep / (flush + kernel) runs, not rep / kernel runs of flushes 20x longer than itself (the
+    autotuner's 36 configs of Liger's dyt took 12 s that way, Triton 4 s)."""
+    import time
+    n = 1024
+    a, b, out = vectors(n)
+    launcher = CudaLauncher(vector_add_cubin, "vector_add", VECTOR_SIGNATURE, NUM_WARPS)
+    bench = DRIVER.get_benchmarker()
+    start = time.perf_counter()
+    times = bench(lambda: launcher.launch(grid_for(n), [a, b, out, n]), warmup=5, rep=20, return_mode="all")
+    seconds = time.perf_counter() - start
+    assert all(t > 0 for t in times)
+    assert seconds < 0.2, f"{len(times)} timed runs took {seconds:.2f} s for a 25 ms budget"
+
+
 def test_launches_from_several_threads_keep_their_own_arguments(vector_add_cubin):
     """Each thread packs into its own buffer (no lock on the hot path): concurrent launches with
     different arguments must each compute their own sum."""
