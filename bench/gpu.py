@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
-import glob
 import io
 import os
 import pstats
-import shutil
 import subprocess
 import statistics
 import sys
@@ -345,13 +343,9 @@ def compile_ms(k) -> float:
 
 
 def _disassembler():
-    """cuobjdump (CUDA toolkit or the copy Triton ships), for SASS listings; None when absent."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    import triton
-    bundled = glob.glob(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
-    return bundled[0] if bundled else None
+    """cuobjdump (tilejit's own search: beside ptxas, PATH, the wheels, CUDA_HOME, Triton's copy)."""
+    from tilejit_nvidia.disassembly import find_cuobjdump
+    return find_cuobjdump()
 
 
 def dump_assembly(kernels, names, quick, directory):

@@ -51,6 +51,31 @@ def test_sass_comes_from_cuobjdump_once_and_other_names_stay_key_errors(tmp_path
         kernel.asm["sgpr_count"]
 
 
+def _fake_tool(folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / name
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    return str(tool)
+
+
+def test_cuobjdump_is_looked_for_beside_ptxas_then_where_ptxas_is(tmp_path, monkeypatch):
+    from tilejit_nvidia import toolchain
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(toolchain, "_cuda_home_dirs", lambda: [])
+    monkeypatch.setattr(toolchain, "_triton_bundle_dir", lambda: None)
+    monkeypatch.setattr(toolchain, "_nvidia_wheel_dirs", lambda: [str(tmp_path / "wheel")])
+    monkeypatch.setattr(toolchain, "find_ptxas_or_none", lambda: None)
+    assert disassembly.find_cuobjdump() is None
+    in_wheel = _fake_tool(tmp_path / "wheel" / "bin", "cuobjdump")
+    assert disassembly.find_cuobjdump() == in_wheel == toolchain.find_cuda_tool("cuobjdump")
+    ptxas = _fake_tool(tmp_path / "toolkit" / "bin", "ptxas")
+    monkeypatch.setattr(toolchain, "find_ptxas_or_none", lambda: ptxas)
+    assert disassembly.find_cuobjdump() == in_wheel        # none beside this ptxas
+    beside = _fake_tool(tmp_path / "toolkit" / "bin", "cuobjdump")
+    assert disassembly.find_cuobjdump() == beside          # the same toolkit's first
+
+
 @needs_ptxas
 def test_sass_without_cuobjdump_says_what_to_install(monkeypatch):
     monkeypatch.setattr(disassembly, "find_cuobjdump", lambda: None)

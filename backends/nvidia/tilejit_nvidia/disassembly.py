@@ -4,7 +4,6 @@ under CUDA_HOME, or in an installed Triton's bundle. Only asked for on demand: c
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 
@@ -16,21 +15,13 @@ HINT = "pip install nvidia-cuda-cuobjdump, or put the CUDA toolkit's bin/ on PAT
 
 
 def find_cuobjdump() -> str | None:
+    """The cuobjdump beside the ptxas in use (the same toolkit), else `toolchain.find_cuda_tool`'s."""
     ptxas = toolchain.find_ptxas_or_none()
-    beside = [os.path.dirname(os.path.realpath(ptxas))] if ptxas else []
-    for folder in beside:
-        if toolchain._is_executable(os.path.join(folder, "cuobjdump")):
-            return os.path.join(folder, "cuobjdump")
-    on_path = shutil.which("cuobjdump")
-    if on_path:
-        return on_path
-    roots = toolchain._nvidia_wheel_dirs() + toolchain._cuda_home_dirs()
-    bundle = toolchain._triton_bundle_dir()
-    for root in roots + ([bundle] if bundle else []):
-        candidate = os.path.join(root, "bin", "cuobjdump")
-        if toolchain._is_executable(candidate):
-            return candidate
-    return None
+    if ptxas:
+        beside = os.path.join(os.path.dirname(os.path.realpath(ptxas)), "cuobjdump")
+        if toolchain._is_executable(beside):
+            return beside
+    return toolchain.find_cuda_tool("cuobjdump")
 
 
 def disassemble_cubin(cubin: bytes) -> str:

@@ -213,26 +213,32 @@ class CudaDriver:
                 events.append(event)
                 return event
 
+            def flush_l2():
+                check(driver.cuMemsetD32Async(flush, 0, _L2_FLUSH_BYTES // 4, stream), "cuMemsetD32Async")
+
+            def elapsed_ms(start, end) -> float:
+                return float(check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
             def timed_runs(count: int) -> list[float]:
                 pairs = [(new_event(), new_event()) for _ in range(count)]
                 for start, end in pairs:
-                    check(driver.cuMemsetD32Async(flush, 0, _L2_FLUSH_BYTES // 4, stream), "cuMemsetD32Async")
+                    flush_l2()
                     check(driver.cuEventRecord(start, stream), "cuEventRecord")
                     fn()
                     check(driver.cuEventRecord(end, stream), "cuEventRecord")
                 check(driver.cuEventSynchronize(pairs[-1][1]), "cuEventSynchronize")
-                return [float(check(driver.cuEventElapsedTime(s, e), "cuEventElapsedTime")) for s, e in pairs]
+                return [elapsed_ms(s, e) for s, e in pairs]
 
             def flushed_runs_ms(count: int) -> float:
                 """Milliseconds of `count` runs, each after its L2 flush: what one timed run costs."""
                 start, end = new_event(), new_event()
                 check(driver.cuEventRecord(start, stream), "cuEventRecord")
                 for _ in range(count):
-                    check(driver.cuMemsetD32Async(flush, 0, _L2_FLUSH_BYTES // 4, stream), "cuMemsetD32Async")
+                    flush_l2()
                     fn()
                 check(driver.cuEventRecord(end, stream), "cuEventRecord")
                 check(driver.cuEventSynchronize(end), "cuEventSynchronize")
-                return float(check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+                return elapsed_ms(start, end)
 
             fn()
             check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")

@@ -28,8 +28,7 @@ _MAX_WAITING = 4   # distinct argument lists (archs, options) kept warm at once
 class _Waiting:
     """A ptxas process started with its output file in a private folder, reading PTX on stdin."""
 
-    def __init__(self, key: tuple[str, ...]):
-        arguments = key[1:]
+    def __init__(self, arguments: tuple[str, ...]):
         self.folder = tempfile.mkdtemp(prefix="tilejit-ptxas-")
         self.target = os.path.join(self.folder, "kernel.cubin")
         command = [*arguments, STDIN, "-o", self.target]
@@ -88,9 +87,9 @@ def _take(key: tuple[str, ...]) -> _Waiting | None:
     return waiting
 
 
-def _start_next(key: tuple[str, ...]) -> None:
+def _start_next(key: tuple[str, ...], arguments: list[str]) -> None:
     try:
-        fresh = _Waiting(key)
+        fresh = _Waiting(arguments)
     except OSError:
         return   # the assembly at hand reports a ptxas that cannot start
     with _lock:
@@ -112,8 +111,8 @@ def run(arguments: list[str], ptx: str, timeout: float = 600) -> tuple[int, str,
     except OSError:
         stamp = ""
     key = (stamp, *arguments)
-    waiting = _take(key) or _Waiting(key)
-    _start_next(key)   # loads while this one assembles
+    waiting = _take(key) or _Waiting(arguments)
+    _start_next(key, arguments)   # loads while this one assembles
     code, log, cubin = waiting.finish(ptx.encode(), timeout)
     return code, log.replace(STDIN, "kernel.ptx"), cubin
 

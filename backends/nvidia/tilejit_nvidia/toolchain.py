@@ -93,16 +93,20 @@ def find_ptxas() -> str | None:
         if not _is_executable(knob):
             raise CompilationError(f"TILEJIT_PTXAS={knob} is not an executable file")
         return knob
-    on_path = shutil.which("ptxas")
+    return find_cuda_tool("ptxas")
+
+
+def find_cuda_tool(name: str) -> str | None:
+    """A CUDA command-line tool (`ptxas`, `cuobjdump`): on PATH, in the NVIDIA wheels (`bin/`), under
+    CUDA_HOME or /usr/local/cuda, and last in an installed Triton's bundle; None when none is."""
+    on_path = shutil.which(name)
     if on_path:
         return on_path
-    for root in _nvidia_wheel_dirs() + _cuda_home_dirs():
-        candidate = os.path.join(root, "bin", "ptxas")
+    bundle = _triton_bundle_dir()
+    for root in _nvidia_wheel_dirs() + _cuda_home_dirs() + ([bundle] if bundle else []):
+        candidate = os.path.join(root, "bin", name)
         if _is_executable(candidate):
             return candidate
-    bundle = _triton_bundle_dir()
-    if bundle and _is_executable(os.path.join(bundle, "bin", "ptxas")):
-        return os.path.join(bundle, "bin", "ptxas")
     return None
 
 
