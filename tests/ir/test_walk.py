@@ -49,36 +49,37 @@ def test_walk_is_the_recursive_pre_order():
     assert names(module.walk()) == names(reference_walk(f))
 
 
+def walk_changing(walker, change):
+    """(name, value) of each op `walker` yields on a fresh `nested_func`, calling `change(f, op)` on
+    each before asking for the next."""
+    f = nested_func()
+    seen = []
+    for op in walker(f):
+        seen.append((op.name, op.attrs.get("value")))
+        change(f, op)
+    return seen
+
+
 def test_an_op_erased_during_the_walk_is_still_visited_as_before():
     # A block's ops are listed when the walk reaches it: erasing a later op of that block meanwhile
     # does not drop it from the walk, in both versions.
-    def walk_erasing(walker):
-        f = nested_func()
-        seen = []
-        for op in walker(f):
-            seen.append((op.name, op.attrs.get("value")))
-            if op.attrs.get("value") == 0:
-                last_constant = [o for o in f.regions[0].blocks[0].ops if o.attrs.get("value") == 5][0]
-                last_constant.erase()
-        return seen
+    def erase_last_constant(f, op):
+        if op.attrs.get("value") == 0:
+            [o for o in f.regions[0].blocks[0].ops if o.attrs.get("value") == 5][0].erase()
 
-    assert walk_erasing(lambda f: f.walk()) == walk_erasing(reference_walk)
+    assert walk_changing(lambda f: f.walk(), erase_last_constant) == \
+        walk_changing(reference_walk, erase_last_constant)
 
 
 def test_regions_are_read_after_the_caller_saw_the_op():
     # Both walks look at an op's regions only when the caller asks for the next op, so a block added
     # to a region the walk has not entered yet is walked.
-    def walk_adding(walker):
-        f = nested_func()
-        seen = []
-        for op in walker(f):
-            seen.append((op.name, op.attrs.get("value")))
-            if op.name == "scf.for":
-                extra = ir.Block()
-                ir.Builder(extra).create1("arith.constant", [], ir.i32, {"value": 9})
-                op.regions[0].add_block(extra)
-        return seen
+    def add_block_to_loop(f, op):
+        if op.name == "scf.for":
+            extra = ir.Block()
+            ir.Builder(extra).create1("arith.constant", [], ir.i32, {"value": 9})
+            op.regions[0].add_block(extra)
 
-    walked = walk_adding(lambda f: f.walk())
-    assert walked == walk_adding(reference_walk)
+    walked = walk_changing(lambda f: f.walk(), add_block_to_loop)
+    assert walked == walk_changing(reference_walk, add_block_to_loop)
     assert ("arith.constant", 9) in walked
