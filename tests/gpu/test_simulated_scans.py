@@ -1,9 +1,11 @@
-"""Scans and reductions compiled for cuda:90 and run on the host by `simt_runner` (the kernel's LLVM
-IR, one OS thread per GPU thread): the GPU lowering's results, checked without a GPU.
+"""Scans, reductions and masked accesses compiled for cuda:90 and run on the host by `simt_runner`
+(the kernel's LLVM IR, one OS thread per GPU thread): the GPU lowering's results, checked without a GPU.
 
 Both bugs here gave wrong results only on the H100: a (value, int64 index) scan whose index result got
 another layout than the one the lowering wrote it in (Triton's test_scan2d cummax), and argmax over
-fp64 whose int32 indices overwrote half the values in the cross-warp scratch (test_reduce).
+fp64 whose int32 indices overwrote half the values in the cross-warp scratch (test_reduce). The masks
+of every comparison against a multiple of 16: `offs <= n` and `offs != n` were taken as alike over
+groups of 4 and accessed 128 bits at a time, reading and writing past n.
 """
 import os
 import sys
@@ -13,10 +15,12 @@ import pytest
 
 import tilejit
 import tilejit.language as tl
+from tilejit.frontend.source import ASTSource
 
 from simt_runner import run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+from masked_kernels import COMPARE_MASKS, copy_masked_by_compare  # noqa: E402
 from scan_kernels import cummax_index_kernel, np_cummax_index  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -209,3 +213,20 @@ def test_large_conversions_go_through_shared_memory_in_rounds(monkeypatch, chunk
         assert kernel.metadata["shared"] <= whole // 2 + 1024
     run(kernel.asm["llir"], [a, np.ascontiguousarray(b.T), out], 4)
     np.testing.assert_array_equal(out, a + b)
+
+
+@pytest.mark.parametrize("pred", sorted(COMPARE_MASKS))
+def test_mask_from_each_comparison_on_cuda_code(pred):
+    # n is specialized as a multiple of 16, so the mask's constancy decides the accesses' width.
+    n, block = 48, 64
+    src = ASTSource(copy_masked_by_compare, {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32",
+                                             "PRED": "constexpr", "BLOCK": "constexpr"},
+                    {"PRED": pred, "BLOCK": block}, {(i,): [["tt.divisibility", 16]] for i in range(4)})
+    kernel = tilejit.compile(src, target="cuda:90", options={"num_warps": 1})
+    x = RNG.standard_normal(2 * block).astype(np.float32)
+    y = np.full(2 * block, -2.0, np.float32)
+    z = np.full(2 * block, np.nan, np.float32)
+    run(kernel.asm["llir"], [x, y, z, n], 1, grid=2)
+    mask = COMPARE_MASKS[pred](np.arange(2 * block), n)
+    np.testing.assert_array_equal(y, np.where(mask, x, -2.0))
+    np.testing.assert_array_equal(z, np.where(mask, x, -1.0))

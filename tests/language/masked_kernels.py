@@ -6,6 +6,8 @@ vector loads)."""
 import os
 import sys
 
+import numpy as np
+
 import tilejit
 import tilejit.language as tl
 
@@ -68,3 +70,39 @@ def softmax_masked(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK_SIZE: t
     num = tl.exp(x)
     y = num / tl.sum(num, axis=0)
     tl.store(out_ptr + row * out_stride + cols, y, mask=mask)
+
+
+@tilejit.jit
+def copy_masked_by_compare(x_ptr, y_ptr, z_ptr, n, PRED: tl.constexpr, BLOCK: tl.constexpr):
+    """y[i] = x[i] where `i PRED n` (or `n PRED i` for the names ending in "_rev"), else y keeps its
+    value; z[i] is the masked load, -1 where the mask is false. With n a multiple of 16 the vector width of these accesses comes
+    from the mask's constancy, which depends on the predicate: `i < n` is alike over aligned groups of
+    16, `i <= n` is not (it changes at n + 1)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if PRED == "lt":
+        mask = offs < n
+    elif PRED == "le":
+        mask = offs <= n
+    elif PRED == "gt":
+        mask = offs > n
+    elif PRED == "ge":
+        mask = offs >= n
+    elif PRED == "eq":
+        mask = offs == n
+    elif PRED == "ne":
+        mask = offs != n
+    elif PRED == "gt_rev":
+        mask = n > offs
+    elif PRED == "le_rev":
+        mask = n <= offs
+    else:
+        tl.static_assert(PRED == "lt_rev")
+        mask = n < offs
+    x = tl.load(x_ptr + offs, mask=mask, other=-1.0)
+    tl.store(y_ptr + offs, x, mask=mask)
+    tl.store(z_ptr + offs, x)
+
+
+COMPARE_MASKS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                 "eq": np.equal, "ne": np.not_equal, "gt_rev": lambda i, n: n > i,
+                 "le_rev": lambda i, n: n <= i, "lt_rev": lambda i, n: n < i}

@@ -5,7 +5,8 @@ zero-fill pipeline and vector loads (tests/gpu/test_masked_load_codegen.py check
 import numpy as np
 import pytest
 
-from masked_kernels import attention_fwd_masked, dot_transposed_masked_other, matmul_masked, softmax_masked
+from masked_kernels import (COMPARE_MASKS, attention_fwd_masked, copy_masked_by_compare, dot_transposed_masked_other,
+                            matmul_masked, softmax_masked)
 
 RNG = np.random.default_rng(12)
 
@@ -73,3 +74,18 @@ def test_masked_softmax_ragged_rows(device, n_cols):
     e = np.exp(x[:, :n_cols] - x[:, :n_cols].max(axis=1, keepdims=True))
     np.testing.assert_allclose(got[:, :n_cols], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
     assert np.isnan(got[:, n_cols:]).all()   # masked-off lanes store nothing
+
+
+# n = 48 is specialized as a multiple of 16 on the GPU: the accesses are 128-bit only where the mask
+# is alike over each group of 4 (`<`, `>=`); `<=`, `>`, `==`, `!=` change next to n (a GPU once read
+# and wrote x[49:52] for `offs <= 48`).
+@pytest.mark.parametrize("pred", sorted(COMPARE_MASKS))
+def test_mask_from_each_comparison(device, pred):
+    n, block = 48, 64
+    x = RNG.standard_normal(2 * block).astype(np.float32)
+    y = device.full((2 * block,), -2.0, np.float32)
+    z = device.full((2 * block,), np.nan, np.float32)
+    copy_masked_by_compare[(2,)](device.tensor(x), y, z, n, PRED=pred, BLOCK=block)
+    mask = COMPARE_MASKS[pred](np.arange(2 * block), n)
+    np.testing.assert_array_equal(device.numpy(y), np.where(mask, x, -2.0))
+    np.testing.assert_array_equal(device.numpy(z), np.where(mask, x, -1.0))

@@ -121,6 +121,8 @@ class AxisAnalysis:
             value = op.attrs.get("value")
             if isinstance(value, int) and not isinstance(value, bool):
                 return AxisInfo((1,) * rank, (_pow2_divisor(value),) * rank, tuple(shape))
+            if isinstance(value, ir.DenseAttr):   # element by element: nothing known (folded ranges)
+                return AxisInfo.unknown(rank)
             return AxisInfo((1,) * rank, (1,) * rank, tuple(shape))
         if name == "tt.make_range":
             return AxisInfo((shape[0],), (_pow2_divisor(op.attrs.get("start", 0)),), (1,))
@@ -136,7 +138,9 @@ class AxisAnalysis:
             src = ins[0]
             c, d, k = list(src.contiguity), list(src.divisibility), list(src.constancy)
             c.insert(axis, 1)
-            d.insert(axis, min(src.divisibility))
+            # The new dim has runs of one element, each a value of the source: what divides every
+            # value (a contiguous dim's divisibility holds only at its runs' starts).
+            d.insert(axis, min(1 if cc > 1 else dd for cc, dd in zip(src.contiguity, src.divisibility)))
             k.insert(axis, 1)
             return AxisInfo(tuple(c), tuple(d), tuple(k))
         if name == "tt.trans":
@@ -166,28 +170,19 @@ class AxisAnalysis:
                 return AxisInfo(contig, tuple(gcd(x, y) for x, y in zip(a.divisibility, bdiv)),
                                 tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
             if name == "arith.muli":
-                div = tuple(min(x * y, MAX_DIV) for x, y in zip(a.divisibility, b.divisibility))
+                # A contiguous operand's divisibility holds for the first element of each run only;
+                # the product has no runs, so each element counts: [0, 1, 2, ...] * 3 is 3, 6, 9.
+                adiv = tuple(1 if c > 1 else d for c, d in zip(a.contiguity, a.divisibility))
+                bdiv = tuple(1 if c > 1 else d for c, d in zip(b.contiguity, b.divisibility))
+                div = tuple(min(x * y, MAX_DIV) for x, y in zip(adiv, bdiv))
                 return AxisInfo((1,) * rank, div, tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
             if name in ("arith.remsi", "arith.remui") and all(b.constancy[i] == shape[i] for i in range(rank)):
                 # x % n with n the same everywhere: runs of x stay contiguous within multiples of n.
                 return AxisInfo(tuple(gcd(a.contiguity[i], b.divisibility[i]) for i in range(rank)),
                                 tuple(gcd(a.divisibility[i], b.divisibility[i]) for i in range(rank)),
                                 a.constancy)
-            if name in ("arith.cmpi",):
-                # x + [0, c) against n: aligned groups of gcd(c, div(x), div(n)) compare alike.
-                k = []
-                for i in range(rank):
-                    if a.constancy[i] > 1 and b.constancy[i] > 1:
-                        k.append(gcd(a.constancy[i], b.constancy[i]))
-                    elif b.constancy[i] == shape[i] or b.constancy[i] > 1:
-                        k.append(max(1, gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i]))
-                                     if a.contiguity[i] > 1 else a.constancy[i]))
-                    elif a.constancy[i] > 1:
-                        k.append(max(1, gcd(b.contiguity[i], gcd(b.divisibility[i], a.divisibility[i]))
-                                     if b.contiguity[i] > 1 else b.constancy[i]))
-                    else:
-                        k.append(1)
-                return AxisInfo((1,) * rank, (1,) * rank, tuple(min(v, shape[i]) for i, v in enumerate(k)))
+            if name == "arith.cmpi":
+                return AxisInfo((1,) * rank, (1,) * rank, _compare_constancy(op.attrs.get("predicate"), a, b, shape))
             if name in ("arith.andi", "arith.ori"):
                 return AxisInfo((1,) * rank, (1,) * rank,
                                 tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
@@ -197,6 +192,31 @@ class AxisAnalysis:
                 k = tuple(gcd(x, y) for x, y in zip(k, other.constancy))
             return AxisInfo((1,) * rank, (1,) * rank, k)
         return AxisInfo.unknown(rank)
+
+
+# `x < c` and `x >= c` change value only where x crosses c: when x runs contiguously from an aligned
+# start and c is a multiple of the run's alignment, a run compares alike. `x <= c`, `x > c`, `x == c` and
+# `x != c` change value next to c (c + 1, or c alone), inside a run. The predicates below are those
+# with the contiguous operand on the left ("x < c") or on the right ("c > x").
+_RUN_PREDICATES_LHS = frozenset(("slt", "ult", "sge", "uge"))
+_RUN_PREDICATES_RHS = frozenset(("sgt", "ugt", "sle", "ule"))
+
+
+def _compare_constancy(predicate, a: AxisInfo, b: AxisInfo, shape) -> Tuple[int, ...]:
+    """Constancy of `a <predicate> b` per dim: runs where both sides are constant compare alike; a
+    contiguous side against a constant one compares alike over aligned groups of
+    gcd(contiguity, divisibilities) for the predicates that change value only at the constant."""
+    k = []
+    for i in range(len(shape)):
+        if a.constancy[i] > 1 and b.constancy[i] > 1:
+            k.append(gcd(a.constancy[i], b.constancy[i]))
+        elif predicate in _RUN_PREDICATES_LHS and a.contiguity[i] > 1 and b.constancy[i] > 1:
+            k.append(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])))
+        elif predicate in _RUN_PREDICATES_RHS and b.contiguity[i] > 1 and a.constancy[i] > 1:
+            k.append(gcd(b.contiguity[i], gcd(b.divisibility[i], a.divisibility[i])))
+        else:
+            k.append(1)
+    return tuple(max(1, min(v, shape[i])) for i, v in enumerate(k))
 
 
 def _meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
