@@ -7,7 +7,7 @@ asked of the target description (`gpu/target.py`).
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 import llvmlite.ir as llir
 
@@ -48,6 +48,41 @@ def layout_of(t: ir.Type) -> LinearLayout:
             _linear_layouts.clear()
         _linear_layouts[key] = layout
     return layout
+
+
+_equal_registers_cache: Dict[tuple, Optional[Tuple[int, ...]]] = {}
+
+
+def equal_registers(layout: LinearLayout, constancy) -> Optional[Tuple[int, ...]]:
+    """Per register, the first register whose element lies in the same run of equal values.
+
+    Runs are aligned blocks of `constancy[d]` elements along each dim d (their power-of-two part is
+    enough: an aligned block of 16 lies inside an aligned run of 48). A register's element and the
+    run's first element differ only in the low bits of each dim's coordinate; bits that a lane or warp
+    basis moves are kept (another thread holds those elements), the others are cleared: the element
+    with the cleared coordinates is in the same run, and it is this thread's when some register holds
+    the cleared register offset."""
+    key = (layout, tuple(constancy))
+    if key in _equal_registers_cache:
+        return _equal_registers_cache[key]
+    thread_bits = [0] * layout.rank
+    for basis in layout.lanes + layout.warps:
+        for d, b in enumerate(basis):
+            thread_bits[d] |= b
+    clear = [((c & -c) - 1) & ~thread_bits[d] for d, c in enumerate(constancy)]
+    leaders = None
+    if any(clear):
+        offsets = layout.register_offsets()
+        first = {}
+        for r, off in enumerate(offsets):
+            first.setdefault(off, r)
+        leaders = tuple(first.get(tuple(o & ~m for o, m in zip(off, clear)), r) for r, off in enumerate(offsets))
+        if all(leader == r for r, leader in enumerate(leaders)):
+            leaders = None
+    if len(_equal_registers_cache) >= 4096:
+        _equal_registers_cache.clear()
+    _equal_registers_cache[key] = leaders
+    return leaders
 
 
 class FunctionLowering(TensorOps):
@@ -209,10 +244,29 @@ class FunctionLowering(TensorOps):
     def lower_elementwise(self, op: ir.Operation) -> None:
         lists = [self.get(v) for v in op.operands]
         n = max(len(v) for v in lists) if lists else 1
+        leaders = self._equal_registers(op.result) if n > 1 else None
         out = []
         for i in range(n):
+            if leaders is not None and leaders[i] != i:
+                out.append(out[leaders[i]])
+                continue
             out.append(self.scalar.lower(self.b, op, [v[i] if len(v) > 1 else v[0] for v in lists]))
         self.set(op.result, out)
+
+    def _equal_registers(self, v: ir.Value):
+        """Per register of `v`, the register that holds the same value (itself when none is known
+        earlier), from the axis analysis' constancy; None when no two registers share a value.
+
+        Elementwise ops are pure, so a value computed once serves every register of its run: a mask
+        `offs < n` is one compare per vector of 4, as Triton's (its `maybeDeduplicate`). Fewer
+        compares and predicates are less for LLVM and ptxas to do; LLVM cannot merge them itself, it
+        does not know that n is a multiple of 4."""
+        if not isinstance(v.type, ir.TensorType):
+            return None
+        constancy = self.analysis.info(v).constancy
+        if all(c == 1 for c in constancy) or len(constancy) != len(v.type.shape):
+            return None
+        return equal_registers(layout_of(v.type), constancy)
 
     def _phis(self, values_per_result, types):
         return [[self.b.phi(v.type) for v in vals] for vals in values_per_result]
