@@ -177,8 +177,11 @@ class AxisAnalysis:
                 div = tuple(min(x * y, MAX_DIV) for x, y in zip(adiv, bdiv))
                 return AxisInfo((1,) * rank, div, tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
             if name in ("arith.remsi", "arith.remui") and all(b.constancy[i] == shape[i] for i in range(rank)):
-                # x % n with n the same everywhere: runs of x stay contiguous within multiples of n.
-                return AxisInfo(tuple(gcd(a.contiguity[i], b.divisibility[i]) for i in range(rank)),
+                # x % n with n the same everywhere: runs of x stay contiguous within multiples of n;
+                # x's runs start at multiples of its divisibility, so runs of gcd(run, div x, div n)
+                # never cross one ((1 + arange(8)) % 4 is 1, 2, 3, 0, ...: no runs).
+                return AxisInfo(tuple(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i]))
+                                      for i in range(rank)),
                                 tuple(gcd(a.divisibility[i], b.divisibility[i]) for i in range(rank)),
                                 a.constancy)
             if name == "arith.cmpi":
