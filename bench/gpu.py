@@ -264,6 +264,7 @@ WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matm
 WORKLOADS.update({f"matmul_{M}x{N}x{K}_{dt}": _matmul_workload(M, N, K, dt) for M, N, K, dt in MATMUL_SHAPES})
 # the tile Triton's tutorial autotuner picks for large fp16 GEMMs on Hopper (both compilers get it)
 WORKLOADS["matmul_4096x4096x4096_fp16_tile128x256"] = _matmul_workload(4096, 4096, 4096, "fp16", (128, 256, 64))
+WORKLOADS["matmul_4096x4096x4096_bf16_tile128x256"] = _matmul_workload(4096, 4096, 4096, "bf16", (128, 256, 64))
 
 
 def launch_overhead_us(k) -> float:
