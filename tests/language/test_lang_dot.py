@@ -1,10 +1,11 @@
-"""tl.dot: fp16, bf16, fp32 (tf32 and ieee), int8, with an accumulator, out_dtype, batched 3-D."""
+"""tl.dot: fp16, bf16, fp32 (tf32 and ieee), int8, with an accumulator, out_dtype, batched 3-D and with
+several batch axes (rank 4, 5)."""
 import numpy as np
 import pytest
 
 import tilejit
 import tilejit.language as tl
-from dot_kernels import f16_accumulator_matmul
+from dot_kernels import f16_accumulator_matmul, multi_batch_dot
 from tl_reference import round_to_bf16
 
 RNG = np.random.default_rng(17)
@@ -210,3 +211,35 @@ def test_k_major_matmul_loop_in_fp8_and_tf32(device, dtype):
     # tf32 rounds the inputs to 10-bit mantissas
     atol = 5e-2 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(device.numpy(out), expected, rtol=1e-2, atol=atol)
+
+
+@pytest.mark.parametrize("batch, trans_a, trans_b, use_acc", [
+    ((2, 2), False, False, False), ((2, 2), True, False, True), ((2, 2), False, True, False),
+    ((2, 1, 2), True, True, False), ((1, 2, 2), False, False, True)])
+def test_dot_with_several_batch_axes(device, batch, trans_a, trans_b, use_acc):
+    """Rank-4 and rank-5 dots (Triton 3.x: the leading axes are batch axes), built by Triton's rule:
+    the batch axes reshaped into one for a 3-D dot. Small integers: exact in any order."""
+    M, N, K = 16, 16, 16
+    a = RNG.integers(-4, 5, batch + (M, K)).astype(np.float16)
+    b = RNG.integers(-4, 5, batch + (K, N)).astype(np.float16)
+    c = RNG.integers(-8, 9, batch + (M, N)).astype(np.float32)
+    a_in = np.ascontiguousarray(np.swapaxes(a, -1, -2)) if trans_a else a
+    b_in = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if trans_b else b
+    out = device.zeros(c.size, np.float32)
+    multi_batch_dot[(1,)](device.tensor(a_in), device.tensor(b_in), device.tensor(c), out, BATCH=batch,
+                          M=M, N=N, K=K, TRANS_A=trans_a, TRANS_B=trans_b, USE_ACC=use_acc)
+    expected = a.astype(np.float32) @ b.astype(np.float32) + (c if use_acc else 0)
+    np.testing.assert_array_equal(device.numpy(out).reshape(expected.shape), expected)
+
+
+@tilejit.jit
+def _dot_batch_mismatch_kernel(a_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 1024)).reshape(2, 2, 16, 16)
+    b = tl.load(a_ptr + tl.arange(0, 1024)).reshape(4, 1, 16, 16)
+    tl.store(a_ptr + tl.arange(0, 1024), tl.dot(a, b).reshape(1024))
+
+
+def test_dot_batch_axes_must_match(device):
+    with pytest.raises(tilejit.TritonError) as info:
+        _dot_batch_mismatch_kernel[(1,)](device.zeros(1024, np.float16))
+    assert "dot: batch dimensions differ: [2, 2] and [4, 1]" in str(info.value)

@@ -201,3 +201,49 @@ def test_expand_dims_bad_axes_are_errors(device, axes, message):
     with pytest.raises(tilejit.TritonError) as info:
         _expand_dims_kernel[(1,)](device.zeros(8, np.int32), AXES=axes, N=8)
     assert message in str(info.value)
+
+
+@tilejit.jit
+def _batched_trans_kernel(x_ptr, out_ptr, D0: tl.constexpr, D1: tl.constexpr, D2: tl.constexpr, D3: tl.constexpr,
+                          RANK: tl.constexpr):
+    """tl.trans / tensor.trans without dims on a rank-3 or rank-4 tensor: the last two axes swap."""
+    x = tl.load(x_ptr + tl.arange(0, D0 * D1 * D2 * D3))
+    if RANK == 3:
+        y = tl.trans(x.reshape(D0 * D1, D2, D3))
+    else:
+        y = x.reshape(D0, D1, D2, D3).trans()
+    tl.store(out_ptr + tl.arange(0, D0 * D1 * D2 * D3), y.reshape(D0 * D1 * D2 * D3))
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+def test_trans_without_dims_swaps_the_last_two_axes(device, rank):
+    """Triton 3.x: trans() without dims is a batched 2-D transpose (NumPy's `x.mT`), any rank >= 2."""
+    shape = (2, 4, 8, 16)
+    x = RNG.integers(-1000, 1000, shape).astype(np.int32)
+    out = device.zeros(x.size, np.int32)
+    _batched_trans_kernel[(1,)](device.tensor(x), out, *shape, RANK=rank)
+    xs = x.reshape(8, 8, 16) if rank == 3 else x
+    np.testing.assert_array_equal(device.numpy(out), np.swapaxes(xs, -1, -2).ravel())
+
+
+@tilejit.jit
+def _bad_trans_kernel(x_ptr, OP: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 32))
+    if OP == "trans1d":
+        x = tl.trans(x)
+    elif OP == "T3d":
+        x = x.reshape(2, 4, 4).T.reshape(32)
+    else:
+        x = tl.permute(x.reshape(4, 8))
+    tl.store(x_ptr + tl.arange(0, 32), x)
+
+
+@pytest.mark.parametrize("op, message", [
+    ("trans1d", "tl.trans without dims needs a tensor of rank >= 2, got rank 1"),
+    ("T3d", "tensor.T needs a 2-D tensor, got rank 3"),            # Triton's .T is permute(x, (1, 0))
+    ("permute", "permute dims must have the same length as the input shape, got 2 and 0"),
+])
+def test_transpose_without_dims_errors(device, op, message):
+    with pytest.raises(tilejit.TritonError) as info:
+        _bad_trans_kernel[(1,)](device.zeros(32, np.float32), OP=op)
+    assert message in str(info.value)

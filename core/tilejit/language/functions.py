@@ -386,8 +386,16 @@ def broadcast_to(input, *shape, _semantic=None):
 
 @builtin
 def trans(input, *dims, _semantic=None):
+    """Permutes the axes as `dims` says; without dims, swaps the last two (a batched 2-D transpose,
+    as Triton 3.x and NumPy's `x.mT`)."""
     dims = _shape_args(dims, "trans dims")
-    return _semantic.permute(input, dims if dims else None)
+    if not dims:
+        input = _semantic.to_tensor(input)
+        rank = len(input.type.shape) if input.type.is_block() else 0
+        if rank < 2:
+            raise ValueError(f"tl.trans without dims needs a tensor of rank >= 2, got rank {rank}")
+        dims = list(_py.range(rank - 2)) + [rank - 1, rank - 2]
+    return _semantic.permute(input, dims)
 
 
 @builtin

@@ -552,11 +552,15 @@ class Semantic(MemorySemanticMixin):
         if not x.type.is_block():
             raise ValueError("trans/permute need a tensor of rank >= 1")
         rank = len(x.type.shape)
-        if dims is None or len(dims) == 0:
-            if rank != 2 and dims is None:
-                raise ValueError(f"tensor.T / trans() without dims needs a 2-D tensor, got rank {rank}")
-            dims = list(reversed(range(rank)))
+        if dims is None:   # `x.T`: Triton's frontend makes it permute(x, (1, 0)), so 2-D only
+            if rank != 2:
+                raise ValueError(f"tensor.T needs a 2-D tensor, got rank {rank} (tl.trans(x) swaps the last "
+                                 f"two axes of any rank >= 2)")
+            dims = [1, 0]
         dims = [int(tl._unwrap_if_constexpr(d)) for d in dims]
+        if len(dims) != rank:
+            raise ValueError(f"permute dims must have the same length as the input shape, got {rank} and "
+                             f"{len(dims)}")
         if sorted(dims) != list(range(rank)):
             raise ValueError(f"permute: dims {dims} are not a permutation of {list(range(rank))}")
         shape = [x.type.shape[d] for d in dims]

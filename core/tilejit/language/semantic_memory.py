@@ -493,9 +493,12 @@ class MemorySemanticMixin:
         if not a.type.is_block() or not b.type.is_block():
             raise ValueError("dot: both operands must be tensors")
         sa, sb = list(a.type.shape), list(b.type.shape)
-        if len(sa) != len(sb) or len(sa) not in (2, 3):
-            raise ValueError(f"dot: both operands must be 2-D (or 3-D batched) with the same rank, got "
-                             f"shapes {sa} and {sb}")
+        if len(sa) != len(sb) or len(sa) < 2:
+            raise ValueError(f"dot: both operands must have the same rank >= 2 (the leading axes batch a 2-D "
+                             f"product), got shapes {sa} and {sb}")
+        if len(sa) >= 4:
+            return self._dot_many_batch_axes(a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc,
+                                             out_dtype)
         if sa[-1] != sb[-2]:
             raise ValueError(f"dot: first input shape ({sa}) and second input shape ({sb}) are not "
                              f"compatible for matmul (last dimension of the first ({sa[-1]}) must equal the "
@@ -554,6 +557,29 @@ class MemorySemanticMixin:
         # Triton's attribute names: `inputPrecision = tf32, maxNumImpreciseAcc = 0`.
         return self.create("tt.dot", [a, b, acc], ret_ty,
                            {"inputPrecision": precision, "maxNumImpreciseAcc": int(imprecise)})
+
+    def _dot_many_batch_axes(self, a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc,
+                             out_dtype) -> tl.tensor:
+        """A dot with several batch axes, [*batch, M, K] x [*batch, K, N], as Triton 3.x builds it: the
+        batch axes reshaped (in order, no reordering) into one, a 3-D `tt.dot`, and its result reshaped
+        back. Only 2-D and 3-D dots reach the IR, so no backend needs another form."""
+        sa, sb = list(a.type.shape), list(b.type.shape)
+        if sa[:-2] != sb[:-2]:
+            raise ValueError(f"dot: batch dimensions differ: {sa[:-2]} and {sb[:-2]}")
+        batch = 1
+        for s in sa[:-2]:
+            batch *= s
+        shape = sa[:-1] + [sb[-1]]
+        acc = tl._unwrap_if_constexpr(acc)
+        if acc is not None:
+            acc = self.to_tensor(acc)
+            if not acc.type.is_block() or list(acc.type.shape) != shape:
+                raise ValueError(f"dot: accumulator shape {list(acc.type.shape) if acc.type.is_block() else []}"
+                                 f" does not match the result shape {shape}")
+            acc = self.reshape(acc, [batch] + shape[-2:])
+        out = self.dot(self.reshape(a, [batch] + sa[-2:]), self.reshape(b, [batch] + sb[-2:]), acc,
+                       input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
+        return self.reshape(out, shape)
 
     def dot_input_precision(self, input_precision, allow_tf32) -> str:
         """How an fp32 x fp32 `tl.dot` uses the matrix units, chosen as Triton 3.x does: the argument;
