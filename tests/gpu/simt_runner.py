@@ -60,26 +60,45 @@ class MemoryFault(RuntimeError):
     outside every array argument. The access itself was skipped on the host."""
 
 
-# Every global access becomes a call of a small LLVM function that checks it first (`sim_check`): the
-# address is a multiple of the access's alignment (a predicated `ld/st.global.vN.bW` must be aligned to
-# its whole size, a plain LLVM access to its declared `align`) and lies inside one of the ranges in
-# `sim_ranges` (the array arguments; no bounds check when there are none). A failed check reports to
-# Python (`sim_fault`) and the access is skipped: on x86 a misaligned access would just work.
+# Every access to global or shared memory becomes a call of a small LLVM function that checks it first
+# (`sim_check`): the address is a multiple of the access's alignment (a predicated
+# `ld/st.global.vN.bW` must be aligned to its whole size, a plain LLVM access to its declared `align`)
+# and lies inside one of the ranges in `sim_ranges` (the array arguments; no bounds check when there
+# are none) or, for shared memory, inside the kernel's shared allocation. A failed check reports to
+# Python (`sim_fault`) and the access is skipped: on x86 a misaligned access would just work, and one
+# out of bounds would corrupt the host's memory instead of faulting.
 _MAX_RANGES = 64
+_GLOBAL, _SHARED = 1, 3     # NVPTX address spaces
 _CHECK = f"""
 @"sim_ranges" = global [{2 * _MAX_RANGES} x i64] zeroinitializer
 @"sim_nranges" = global i64 0
+@"sim_shared" = global [2 x i64] zeroinitializer
 declare void @"sim_fault"(i32, i64, i64)
 
-define i1 @"sim_check"(ptr %p, i64 %size, i64 %align, i32 %site) {{
+define i1 @"sim_check"(ptr %p, i64 %size, i64 %align, i32 %site, i32 %space) {{
 entry:
   %a = ptrtoint ptr %p to i64
+  %end = add i64 %a, %size
   %m = sub i64 %align, 1
   %low = and i64 %a, %m
   %misaligned = icmp ne i64 %low, 0
-  br i1 %misaligned, label %bad_align, label %bounds
+  br i1 %misaligned, label %bad_align, label %which
 bad_align:
   call void @"sim_fault"(i32 %site, i64 %a, i64 0)
+  ret i1 0
+which:
+  %is_shared = icmp eq i32 %space, {_SHARED}
+  br i1 %is_shared, label %shared, label %bounds
+shared:
+  %slo = load i64, ptr @"sim_shared"
+  %shi_at = getelementptr i64, ptr @"sim_shared", i64 1
+  %shi = load i64, ptr %shi_at
+  %s_above = icmp uge i64 %a, %slo
+  %s_below = icmp ule i64 %end, %shi
+  %s_inside = and i1 %s_above, %s_below
+  br i1 %s_inside, label %ok, label %bad_shared
+bad_shared:
+  call void @"sim_fault"(i32 %site, i64 %a, i64 2)
   ret i1 0
 bounds:
   %n = load i64, ptr @"sim_nranges"
@@ -92,7 +111,6 @@ loop:
   %hi_i = add i64 %i, {_MAX_RANGES}
   %hi_at = getelementptr i64, ptr @"sim_ranges", i64 %hi_i
   %hi = load i64, ptr %hi_at
-  %end = add i64 %a, %size
   %above = icmp uge i64 %a, %lo
   %below = icmp ule i64 %end, %hi
   %inside = and i1 %above, %below
@@ -133,7 +151,7 @@ def _predicated_load_definition(name: str, ret: str, bits: int, count: int) -> s
     params = ", ".join(f"{word} %o{i}" for i in range(count))
     lines = [f'define {ret} @"{name}"(i32 %site, i1 %p, ptr %a, {params}) {{', "entry:",
              "  br i1 %p, label %check, label %skip", "check:",
-             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site)',
+             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site, i32 {_GLOBAL})',
              "  br i1 %ok, label %ld, label %skip", "ld:"]
     if bits == 8:
         lines += ["  %b = load i8, ptr %a", "  %w0 = zext i8 %b to i16"]
@@ -163,7 +181,7 @@ def _predicated_store_definition(name: str, bits: int, count: int) -> str:
     params = ", ".join(f"{word} %w{i}" for i in range(count))
     lines = [f'define void @"{name}"(i32 %site, ptr %a, {params}, i1 %p) {{', "entry:",
              "  br i1 %p, label %check, label %done", "check:",
-             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site)',
+             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site, i32 {_GLOBAL})',
              "  br i1 %ok, label %st, label %done", "st:"]
     if bits == 8:
         lines += ["  %b = trunc i16 %w0 to i8", "  store i8 %b, ptr %a"]
@@ -188,16 +206,16 @@ def _mangle(ty: str) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", ty).strip("_")
 
 
-def _plain_load_definition(name: str, ty: str, align: int) -> str:
+def _plain_load_definition(name: str, ty: str, align: int, space: int) -> str:
     return (f'define {ty} @"{name}"(i32 %site, ptr %a) {{\nentry:\n'
-            f'  %ok = call i1 @"sim_check"(ptr %a, i64 {_type_bytes(ty)}, i64 {align}, i32 %site)\n'
+            f'  %ok = call i1 @"sim_check"(ptr %a, i64 {_type_bytes(ty)}, i64 {align}, i32 %site, i32 {space})\n'
             f"  br i1 %ok, label %ld, label %bad\nld:\n  %v = load {ty}, ptr %a, align 1\n  ret {ty} %v\n"
             f"bad:\n  ret {ty} zeroinitializer\n}}\n")
 
 
-def _plain_store_definition(name: str, ty: str, align: int) -> str:
+def _plain_store_definition(name: str, ty: str, align: int, space: int) -> str:
     return (f'define void @"{name}"(i32 %site, {ty} %v, ptr %a) {{\nentry:\n'
-            f'  %ok = call i1 @"sim_check"(ptr %a, i64 {_type_bytes(ty)}, i64 {align}, i32 %site)\n'
+            f'  %ok = call i1 @"sim_check"(ptr %a, i64 {_type_bytes(ty)}, i64 {align}, i32 %site, i32 {space})\n'
             f"  br i1 %ok, label %st, label %done\nst:\n  store {ty} %v, ptr %a, align 1\n  br label %done\n"
             f"done:\n  ret void\n}}\n")
 
@@ -209,9 +227,9 @@ _PREDICATED_LOAD = re.compile(
     r'call ([^"]*?) asm sideeffect "@\$\d+ ld\.global(?:\.v(\d))?\.b(\d+) [^"]*", "[^"]*"\(([^\n]*)\)')
 _TYPE = r"<\d+ x (?:i\d+|half|bfloat|float|double|ptr)>|i\d+|half|bfloat|float|double|ptr"
 _VALUE = r'%"[^"]+"|%[-\w.$]+'
-# plain (non-atomic, non-volatile) LLVM accesses to global memory
-_PLAIN_LOAD = re.compile(rf"= load ({_TYPE}), ptr addrspace\(1\) ({_VALUE})(?:, align (\d+))?[^\n]*")
-_PLAIN_STORE = re.compile(rf"store ({_TYPE}) ([^\n]+?), ptr addrspace\(1\) ({_VALUE})(?:, align (\d+))?[^\n]*")
+# plain (non-atomic, non-volatile) LLVM accesses to global (1) or shared (3) memory
+_PLAIN_LOAD = re.compile(rf"= load ({_TYPE}), ptr addrspace\(([13])\) ({_VALUE})(?:, align (\d+))?[^\n]*")
+_PLAIN_STORE = re.compile(rf"store ({_TYPE}) ([^\n]+?), ptr addrspace\(([13])\) ({_VALUE})(?:, align (\d+))?[^\n]*")
 
 
 def _line_at(text: str, pos: int) -> str:
@@ -245,24 +263,35 @@ def _rewrite_accesses(ir: str, sites: list) -> str:
         return f'call {ret} @"{name}"(i32 {number}, {args})'
 
     def plain_load(m):
-        ty, ptr = m.group(1), m.group(2)
-        align = int(m.group(3) or _type_bytes(ty))
-        name = f"sim_load_{_mangle(ty)}_a{align}"
-        definitions[name] = _plain_load_definition(name, ty, align)
-        return f'= call {ty} @"{name}"(i32 {site(m, f"load {ty} (align {align})")}, ptr addrspace(1) {ptr})'
+        ty, space, ptr = m.group(1), int(m.group(2)), m.group(3)
+        align = int(m.group(4) or _type_bytes(ty))
+        name = f"sim_load_{_mangle(ty)}_a{align}_s{space}"
+        definitions[name] = _plain_load_definition(name, ty, align, space)
+        number = site(m, f"{'shared' if space == _SHARED else 'global'} load {ty} (align {align})")
+        return f'= call {ty} @"{name}"(i32 {number}, ptr addrspace({space}) {ptr})'
 
     def plain_store(m):
-        ty, value, ptr = m.group(1), m.group(2), m.group(3)
-        align = int(m.group(4) or _type_bytes(ty))
-        name = f"sim_store_{_mangle(ty)}_a{align}"
-        definitions[name] = _plain_store_definition(name, ty, align)
-        number = site(m, f"store {ty} (align {align})")
-        return f'call void @"{name}"(i32 {number}, {ty} {value}, ptr addrspace(1) {ptr})'
+        ty, value, space, ptr = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        align = int(m.group(5) or _type_bytes(ty))
+        name = f"sim_store_{_mangle(ty)}_a{align}_s{space}"
+        definitions[name] = _plain_store_definition(name, ty, align, space)
+        number = site(m, f"{'shared' if space == _SHARED else 'global'} store {ty} (align {align})")
+        return f'call void @"{name}"(i32 {number}, {ty} {value}, ptr addrspace({space}) {ptr})'
 
     for pattern, rewrite in ((_PREDICATED_STORE, predicated_store), (_PREDICATED_LOAD, predicated_load),
                              (_PLAIN_LOAD, plain_load), (_PLAIN_STORE, plain_store)):
         ir = pattern.sub(rewrite, ir)
     return ir + _CHECK + "".join("\n" + text for text in definitions.values())
+
+
+def _half_bits(x) -> float:
+    """A half's 16 bits as what a `float` return register holds: x86-64 returns (and passes) a half in
+    the low 16 bits of an XMM register, which ctypes (no half type) sees as a float's bits."""
+    return float(np.array(int(np.asarray(x, np.float16).view(np.uint16)), np.uint32).view(np.float32))
+
+
+def _half_of(f) -> np.float16:
+    return np.array(int(np.array(f, np.float32).view(np.uint32)) & 0xFFFF, np.uint16).view(np.float16)
 
 
 def _install():
@@ -296,6 +325,14 @@ def _install():
     for op, fn in (("fadd", np.add), ("fsub", np.subtract), ("fmul", np.multiply)):
         _callbacks["sim_bf16_" + op] = bf16_binary(
             lambda x, y, fn=fn: _f32_to_bf16(float(fn(_bf16_to_f32(x), _bf16_to_f32(y)))))
+    # The compiler-rt conversions LLVM calls for fp16 on an x86 without F16C, and for double -> half
+    # on any (one rounding, from the double: NumPy's conversion is correctly rounded). The process
+    # has none of them: an unresolved call would jump to address 0.
+    half_fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)
+    _callbacks["__extendhfsf2"] = half_fn(lambda h: float(_half_of(h)))
+    _callbacks["__truncsfhf2"] = half_fn(lambda f: _half_bits(np.float32(f)))
+    _callbacks["__truncdfhf2"] = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double)(lambda d: _half_bits(np.float64(d)))
+    _callbacks["__extendhfdf2"] = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_float)(lambda h: float(_half_of(h)))
     for kind in ("idx", "bfly", "down", "up"):
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
@@ -339,15 +376,19 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18, sites: list | None = None) 
     return re.sub(r'syncscope\("[a-z]+"\) ', "", ir)
 
 
-def run(ir: str, args, num_warps: int, grid=1, names=None) -> None:
+def run(ir: str, args, num_warps: int, grid=1, names=None, shared: int | None = None) -> None:
     """Run the kernel in `ir` on `grid` CTAs (an int or up to three dims), one after another. `args`:
     NumPy arrays (passed by address, written in place) and Python ints (i32); `names` name them in a
-    fault's message. Every global access must be aligned and inside an array argument: else the
-    access is skipped and MemoryFault is raised once the CTA has finished."""
+    fault's message; `shared`: the kernel's shared memory in bytes (its metadata's "shared"; else the
+    host's whole buffer). Every access must be aligned, and inside an array argument or the shared
+    memory: else the access is skipped and MemoryFault is raised once the CTA has finished."""
     import llvmlite.binding as llvm
     _install()
     sites: list = []
-    module = llvm.parse_assembly(to_host_ir(ir, sites=sites))
+    shared_bytes = 1 << 18
+    if shared is not None and shared > shared_bytes:
+        raise ValueError(f"{shared} bytes of shared memory: more than the host's {shared_bytes}")
+    module = llvm.parse_assembly(to_host_ir(ir, shared_bytes, sites=sites))
     module.verify()
     engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine())
     engine.finalize_object()
@@ -360,6 +401,10 @@ def run(ir: str, args, num_warps: int, grid=1, names=None) -> None:
     for i, a in enumerate(arrays):
         ranges[i], ranges[_MAX_RANGES + i] = a.ctypes.data, a.ctypes.data + a.nbytes
     ctypes.c_uint64.from_address(engine.get_global_value_address("sim_nranges")).value = len(arrays)
+    if "global_smem" in ir:
+        smem = engine.get_global_value_address("global_smem")
+        bounds = (ctypes.c_uint64 * 2).from_address(engine.get_global_value_address("sim_shared"))
+        bounds[0], bounds[1] = smem, smem + (shared_bytes if shared is None else shared)
     values = [a.ctypes.data if isinstance(a, np.ndarray) else int(a) for a in args]
     types = [ctypes.c_void_p if isinstance(a, np.ndarray) else ctypes.c_int32 for a in args]
     kernel = ctypes.CFUNCTYPE(None, *types)(engine.get_function_address(name))
@@ -399,7 +444,7 @@ def _describe_faults(faults, sites, args, names) -> str:
     lines = [f"{len(faults)} global access(es) the GPU would fault on, at {len(by_site)} access(es) of the IR:"]
     for site, group in list(by_site.items())[:4]:
         _, address, kind, tid, ctaid = group[0]
-        problem = "misaligned" if kind == 0 else "outside every array argument"
+        problem = ["misaligned", "outside every array argument", "outside the shared memory"][kind]
         lines.append(f"  {sites[site]}\n    {len(group)} thread(s); the first: {problem}: address 0x{address:x} "
                      f"({_locate(address, args, names)}), thread {tid} of CTA {tuple(ctaid)}")
     return "\n".join(lines)
