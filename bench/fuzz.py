@@ -166,7 +166,7 @@ def main(argv=None) -> int:
             compiler.clear_memory_cache()
         for o in outcomes:
             counts[(o.where, o.status)] += 1
-            if o.status != "ok":
+            if o.status not in ("ok", "skipped"):   # skipped ones are counted only
                 print(f"seed {o.seed} [{o.family}] {o.where}: {o.status}: {o.detail}", flush=True)
                 if args.jsonl:
                     with open(args.jsonl, "a") as f:

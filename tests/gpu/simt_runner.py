@@ -19,6 +19,7 @@ fp64 exactly as the H100 showed them (same mismatch counts).
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import itertools
 import re
 import threading
@@ -284,6 +285,12 @@ def _rewrite_accesses(ir: str, sites: list) -> str:
     return ir + _CHECK + "".join("\n" + text for text in definitions.values())
 
 
+# C library functions LLVM calls (frem is fmodf; floor, ceil, ... are calls on an x86 without SSE4.1)
+# or that stand for libdevice's exact ones
+_LIBM_EXACT = ("fmodf", "fmod", "floorf", "floor", "ceilf", "ceil", "truncf", "trunc", "rintf", "rint",
+               "nearbyintf", "nearbyint", "fabsf", "fabs", "fmaxf", "fmax", "fminf", "fmin")
+
+
 def _half_bits(x) -> float:
     """A half's 16 bits as what a `float` return register holds: x86-64 returns (and passes) a half in
     the low 16 bits of an XMM register, which ctypes (no half type) sees as a float's bits."""
@@ -337,6 +344,9 @@ def _install():
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
         llvm.add_symbol(name, ctypes.cast(cb, ctypes.c_void_p).value)
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    for name in _LIBM_EXACT + ("roundf", "round"):
+        llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
 
 
 _RENAME = {
@@ -354,7 +364,9 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18, sites: list | None = None) 
     """The NVPTX module `ir` rewritten for the host (see the module docstring). `sites` receives a
     description of each global access, in the order of the site numbers its checks report."""
     ir = _rewrite_accesses(ir, sites if sites is not None else [])
-    if re.search(r"\bcall\b[^\n]*\basm\b", ir) or "@__nv_" in ir:
+    # libdevice functions that are exact IEEE operations: the C library's do the same
+    ir = re.sub(r'@"?__nv_(%s)"?\(' % "|".join(_LIBM_EXACT), r'@"\1"(', ir)
+    if re.search(r"\bcall\b[^\n]*\basm\b", ir) or re.search(r'@"?__nv_', ir):
         raise NotImplementedError("inline PTX or libdevice calls cannot run on the host")
     ir = re.sub(r"target (triple|datalayout) = .*\n", "", ir)
     ir = ir.replace("ptx_kernel ", "")
@@ -390,6 +402,9 @@ def run(ir: str, args, num_warps: int, grid=1, names=None, shared: int | None = 
         raise ValueError(f"{shared} bytes of shared memory: more than the host's {shared_bytes}")
     module = llvm.parse_assembly(to_host_ir(ir, shared_bytes, sites=sites))
     module.verify()
+    for f in module.functions:   # an unresolved function would be a call to address 0
+        if f.is_declaration and not f.name.startswith("llvm.") and not llvm.address_of_symbol(f.name):
+            raise NotImplementedError(f"{f.name} cannot run on the host")
     engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine())
     engine.finalize_object()
     _engines.append(engine)

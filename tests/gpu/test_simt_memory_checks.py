@@ -1,10 +1,13 @@
 """simt_runner checks every global access as the GPU would: a vector access must be aligned to its size
 (x86 would just do it) and inside an array argument. The kernels are hand-written NVPTX IR in the forms
 the lowering emits (a plain `load <4 x i32> ... align 16`, and the predicated `@p ld/st.global.v4.b32`
-inline PTX), each thread moving the 4 words at `4 * tid + off`."""
+inline PTX), each thread moving the 4 words at `4 * tid + off`. And what LLVM calls on the host for fp16
+and float remainders runs (an unresolved call jumped to address 0)."""
 import numpy as np
 import pytest
 
+import tilejit
+import tilejit.language as tl
 from simt_runner import MemoryFault, run
 
 _HEAD = """target triple = "nvptx64-nvidia-cuda"
@@ -75,3 +78,27 @@ def test_a_predicated_off_access_is_not_checked():
     x, y = _arrays(extra=0)   # the predicate (tid < 31) keeps thread 31 from reading past the end
     run(PREDICATED, [x, y, 4], 1)
     np.testing.assert_array_equal(y[:124], x[4:128])
+
+
+# -- what LLVM calls on the host: fp16 conversions (compiler-rt's, which the process lacks) and libm ----
+
+
+@tilejit.jit
+def _half_and_fmod(x_ptr, d_ptr, y_ptr, r_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    h = x + tl.load(d_ptr + offs).to(tl.float16)   # fp64 -> fp16, then fp16 arithmetic
+    tl.store(y_ptr + offs, h * x)
+    tl.store(r_ptr + offs, h.to(tl.float32) % 0.75)   # frem: fmodf
+
+
+def test_fp16_arithmetic_and_fmod_run_on_the_host():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-4, 4, 64).astype(np.float16)
+    d = rng.uniform(-4, 4, 64)   # not exact in fp16: the conversion rounds once, from the double
+    y, r = np.zeros(64, np.float16), np.zeros(64, np.float32)
+    kernel = _half_and_fmod.warmup(x, d, y, r, B=64, grid=(1,), target="cuda:90", num_warps=1)
+    run(kernel.asm["llir"], [x, d, y, r], 1)
+    h = (x + d.astype(np.float16)).astype(np.float16)
+    np.testing.assert_array_equal(y, (h * x).astype(np.float16))
+    np.testing.assert_array_equal(r, np.fmod(h.astype(np.float32), np.float32(0.75)))

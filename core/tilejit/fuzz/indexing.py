@@ -215,8 +215,13 @@ class IndexBuilder:
         return made.name
 
     # ---- masks ----------------------------------------------------------------------------------
-    def comparison(self, full_kinds) -> tuple[str, np.ndarray] | None:
-        x = self.recent([v for v in self.pool if v.kind in full_kinds])
+    def comparison(self, full_kinds, subject: Ix | None = None) -> tuple[str, np.ndarray] | None:
+        """`x op y` in either order: x an index (structured: mostly `subject`, the access's own), y an
+        i32 argument, a constant or another index."""
+        if subject is not None and self.structured and self.rng.random() < 0.7:
+            x = subject
+        else:
+            x = self.recent([v for v in self.pool if v.kind in full_kinds])
         roll = self.rng.random() * (0.85 if self.structured else 1.0)
         if roll < 0.5:      # against an i32 argument: a multiple of 16 or not
             values = x.val[x.val.shape[0] // 2].reshape(-1)
@@ -232,22 +237,23 @@ class IndexBuilder:
             if not candidates:
                 return None
             other = self.choice(candidates)
-        # structured: mostly the comparisons a run of indices may compare alike over (< and >=)
-        op = self.choice(COMPARISONS + ["<", ">="] * 2 if self.structured else COMPARISONS)
+        op = self.choice(COMPARISONS)
         a, b = _broadcast(x.val, other.val)
         result = S.binary(op, a, b, S.INT64)
         if self.rng.random() < 0.5:
             return f"({x.name} {op} {other.name})", result
         return f"({other.name} {MIRROR[op]} {x.name})", result
 
-    def mask(self, full_kinds) -> tuple[str, np.ndarray] | None:
+    def mask(self, full_kinds, subject: Ix | None = None) -> tuple[str, np.ndarray] | None:
         """One to three comparisons joined by & and |."""
-        first = self.comparison(full_kinds)
+        first = self.comparison(full_kinds, subject)
         if first is None:
             return None
         text, val = first
-        for _ in range(int(self.rng.integers(0, 2 if self.structured else 3))):
-            more = self.comparison(full_kinds)
+        # structured: mostly one comparison, whose constancy alone then decides the accesses' width
+        extra = int(self.rng.random() < 0.3) if self.structured else int(self.rng.integers(0, 3))
+        for _ in range(extra):
+            more = self.comparison(full_kinds, subject)
             if more is None:
                 break
             a, b = _broadcast(val, more[1])
@@ -277,7 +283,7 @@ def _access(ib: IndexBuilder, full_kinds) -> Access | None:
     made = None
     if rng.random() < 0.7:
         for _ in range(4):   # a mask that lets most lanes through: accesses that do something
-            made = ib.mask(full_kinds)
+            made = ib.mask(full_kinds, index)
             if made is None or np.mean(_broadcast(index.val, made[1])[1]) >= 0.3:
                 break
     if made is None:
@@ -293,7 +299,8 @@ def _access(ib: IndexBuilder, full_kinds) -> Access | None:
         length = int(rng.integers(1, top + 1))
         if rng.random() < 0.4:
             length = max(16, length // 16 * 16)
-        form = int(rng.integers(4))
+        # i < n and its mirror alike over runs when n is a multiple of 16; i <= n - 1 and its mirror not
+        form = int(rng.integers(2)) if ib.structured and rng.random() < 0.6 else int(rng.integers(4))
         n = ib.int_arg(length if form < 2 else length - 1, "n")
         bound = [f"({index.name} < {n.name})", f"({n.name} > {index.name})",
                  f"({index.name} <= {n.name})", f"({n.name} >= {index.name})"][form]
@@ -318,7 +325,7 @@ def indexing_case(rng, seed) -> Case | None:
             bm //= 2
         grid = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     else:
-        block = int(rng.choice([16, 64, 128, 256, 512]))
+        block = int(rng.choice([16, 128, 256, 512, 1024]))   # 16: fewer elements than threads (replicas)
         grid = (int(rng.integers(1, 4)),)
     programs = int(np.prod(grid))
     structured = rng.random() < 0.5
@@ -357,7 +364,7 @@ def indexing_case(rng, seed) -> Case | None:
         c = ib.expand(cols) or ib.choice([v for v in ib.pool if v.kind == "c"])
         if ib.combine(r, c, form=int(rng.choice([0, 2]))) is None:
             return None
-    ib.grow(int(rng.integers(1, 4) if structured else rng.integers(2, 7)))
+    ib.grow(int(rng.integers(0, 3) if structured else rng.integers(2, 7)))
     if two_d and not any(v.kind == "2" for v in ib.pool):
         r, c = ib.choice([v for v in ib.pool if v.kind == "r"]), ib.choice([v for v in ib.pool if v.kind == "c"])
         if ib.combine(r, c) is None:
