@@ -335,13 +335,14 @@ def indexing_case(rng, seed) -> Case | None:
         pid0, pid1 = pids // grid[1], pids % grid[1]
         lines += ["    pid0 = tl.program_id(0)", "    pid1 = tl.program_id(1)"]
         # the ranges of rows and columns, with or without the program's offset (both are common)
-        for name, size, pid, pid_name, block, kind in (("rm", bm, pid0, "pid0", "BM", "rv"),
-                                                       ("rn", bn, pid1, "pid1", "BN", "cv")):
+        for name, size, pid, pid_name, size_name, kind in (("rm", bm, pid0, "pid0", "BM", "rv"),
+                                                           ("rn", bn, pid1, "pid1", "BN", "cv")):
             if rng.random() < 0.75:
-                ib.emit(f"{pid_name} * {block} + tl.arange(0, {block})",
+                ib.emit(f"{pid_name} * {size_name} + tl.arange(0, {size_name})",
                         pid[:, None] * size + np.arange(size)[None, :], kind, prefix=name)
             else:
-                ib.emit(f"tl.arange(0, {block})", np.broadcast_to(np.arange(size), (programs, size)), kind, prefix=name)
+                ib.emit(f"tl.arange(0, {size_name})", np.broadcast_to(np.arange(size), (programs, size)), kind,
+                        prefix=name)
         full_kinds = ("r", "c", "2")
         for v in list(ib.pool):
             ib.expand(v)
