@@ -102,3 +102,12 @@ def test_fp16_arithmetic_and_fmod_run_on_the_host():
     h = (x + d.astype(np.float16)).astype(np.float16)
     np.testing.assert_array_equal(y, (h * x).astype(np.float16))
     np.testing.assert_array_equal(r, np.fmod(h.astype(np.float32), np.float32(0.75)))
+
+
+def test_an_nvvm_intrinsic_the_host_cannot_run_is_refused():
+    # LLVM's x86 code generator would abort the whole process ("Cannot select"): refused before
+    ir = _HEAD.replace('"off") "nvvm', '"off", float %"f") "nvvm') + (
+        '  %"s" = call float @"llvm.nvvm.sqrt.approx.ftz.f"(float %"f")\n' + _TAIL +
+        'declare float @"llvm.nvvm.sqrt.approx.ftz.f"(float)\n')
+    with pytest.raises(NotImplementedError, match="llvm.nvvm.sqrt.approx.ftz.f"):
+        run(ir, [*_arrays(), 0, 1.0], 1)
