@@ -3,13 +3,17 @@
     python bench/fuzz.py --seeds 0:10000                   # interpreter vs model + cross-compile
     python bench/fuzz.py --seeds 0:1000 --targets ""       # interpreter only
     python bench/fuzz.py --seeds 0:2000 --gpu              # + tilejit's CUDA backend and Triton on the GPU
+    python bench/fuzz.py --seeds 0:400 --simt --targets "" # + the cuda:90 LLVM IR run on this CPU
     TRITON_INTERPRET=1 python bench/fuzz.py --triton-only  # the model against Triton's own interpreter
 
 Each seed is one kernel (tilejit.fuzz.generate). A seed fails when a result differs from the model
 beyond its bound, or when anything raises other than a clean CompilationError of a cross-compilation
 (those are counted as "rejected"). Failures are printed one per line and, with --jsonl, recorded.
 `--gpu` runs each kernel with torch tensors on tilejit's CUDA backend and under `import triton`, and
-compares both with the model and with the interpreter.
+compares both with the model and with the interpreter. `--simt` compiles each kernel for cuda:90 as a
+launch would specialize it (the same arrays and integers) and runs its LLVM IR on the host with
+tests/gpu/simt_runner.py (one OS thread per GPU thread; an access the GPU would fault on, misaligned
+or outside the arrays, is an error), for the families whose code it can run.
 """
 from __future__ import annotations
 
@@ -68,6 +72,46 @@ def torch_runs(case, gpu: bool, with_tilejit: bool, with_triton: bool, interpret
     return outcomes
 
 
+# Families whose cuda:90 code has no inline PTX but the predicated loads and stores simt_runner runs
+# (atomics and tl.dot are inline PTX; a kernel calling libdevice or converting to fp8 is "skipped").
+SIMT_FAMILIES = ("elementwise", "promotion", "broadcast", "reduce", "scan", "loop", "indexing")
+
+
+def simt_run(case) -> runner.Outcome:
+    """The case compiled for cuda:90 with its real arguments' specialization (divisibility by 16 of
+    pointers and integers, integers equal to 1 as constants) and its LLVM IR run on the host."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    try:
+        import simt_runner
+    finally:
+        sys.path.pop(0)
+    from tilejit.errors import CompilationError
+    where = "simt-cuda:90"
+    if not case.family.startswith(SIMT_FAMILIES):
+        return runner.Outcome(case.seed, case.family, where, "skipped", "inline PTX (atomics, tl.dot)")
+    arrays = case.fresh_arrays()
+    positional, constexprs = case.launch_args(arrays)
+    try:
+        compiled = runner.load_kernel(case).warmup(*positional, grid=case.grid, target="cuda:90",
+                                                   num_warps=case.num_warps, **constexprs)
+    except CompilationError as exc:
+        return runner.Outcome(case.seed, case.family, where, "rejected", runner._first_line(exc))
+    except Exception as exc:
+        return runner.Outcome(case.seed, case.family, where, "error", runner._describe(exc))
+    values = {a.name: arrays[a.name] if a.kind == "ptr" else a.value for a in case.args}
+    names = compiled.runtime_arg_names
+    try:
+        simt_runner.run(compiled.asm["llir"], [values[n] for n in names], case.num_warps, grid=case.grid,
+                        names=names, shared=compiled.metadata.get("shared"))
+    except NotImplementedError as exc:
+        return runner.Outcome(case.seed, case.family, where, "skipped", str(exc))
+    except simt_runner.MemoryFault as exc:
+        return runner.Outcome(case.seed, case.family, where, "error", f"MemoryFault: {exc}")
+    except Exception as exc:
+        return runner.Outcome(case.seed, case.family, where, "error", runner._describe(exc))
+    return runner.check(case, {a.name: arrays[a.name] for a in case.outputs()}, where)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0:500", help="LO:HI (HI excluded) or one seed")
@@ -77,6 +121,8 @@ def main(argv=None) -> int:
     parser.add_argument("--exclude", default="", help="skip seeds whose family starts with one of these (comma-separated)")
     parser.add_argument("--gpu", action="store_true", help="also run tilejit's CUDA backend and Triton on a GPU")
     parser.add_argument("--no-triton", action="store_true", help="with --gpu: skip Triton")
+    parser.add_argument("--simt", action="store_true",
+                        help="also run the cuda:90 LLVM IR on this CPU (tests/gpu/simt_runner.py)")
     parser.add_argument("--triton-only", action="store_true",
                         help="only Triton (TRITON_INTERPRET=1 for its CPU interpreter): checks the model itself")
     parser.add_argument("--no-interpreter", action="store_true", help="skip the interpreter run (cross-compile only)")
@@ -114,11 +160,13 @@ def main(argv=None) -> int:
                 except Exception:
                     interpreted = None
                 outcomes += torch_runs(case, True, True, not args.no_triton, interpreted)
+            if args.simt:
+                outcomes.append(simt_run(case))
             outcomes += [runner.cross_compile(case, t, args.compile_time_limit or None) for t in targets]
             compiler.clear_memory_cache()
         for o in outcomes:
             counts[(o.where, o.status)] += 1
-            if o.status != "ok":
+            if o.status not in ("ok", "skipped"):   # skipped ones are counted only
                 print(f"seed {o.seed} [{o.family}] {o.where}: {o.status}: {o.detail}", flush=True)
                 if args.jsonl:
                     with open(args.jsonl, "a") as f:

@@ -2,8 +2,8 @@
 
 Families (one per seed, chosen by the seed): elementwise expressions over 1-D blocks with odd sizes
 and masks, the same over 2-D broadcast tiles, reductions and scans along either axis, loops with
-carried values (`for` and `while`), atomics with colliding addresses, and `tl.dot` in every input
-precision. Each kernel is plain Triton code; the expected outputs come from `semantics`.
+carried values (`for` and `while`), atomics with colliding addresses, `tl.dot` in every input
+precision, and (tilejit.fuzz.indexing) index and mask arithmetic on masked loads and stores. Each kernel is plain Triton code; the expected outputs come from `semantics`.
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from tilejit.fuzz.building import (
 from tilejit.fuzz.case import Arg, Case
 from tilejit.fuzz.expressions import Expressions, Value
 from tilejit.fuzz.families import atomic_case, dot_case, loop_case
+from tilejit.fuzz.indexing import indexing_case
 
 FAMILIES = ("elementwise", "broadcast", "reduce", "scan", "loop", "atomic", "dot")
 # Chosen by a stream of their own, so that adding one leaves the kernels of the other seeds unchanged.
-LATER_FAMILIES = (("promotion", 0.12),)
+LATER_FAMILIES = (("promotion", 0.12), ("indexing", 0.15))
 ALL_FAMILIES = FAMILIES + tuple(name for name, _ in LATER_FAMILIES)
 
 
@@ -46,7 +47,7 @@ def generate(seed: int, family: str | None = None) -> Case:
     for attempt in range(20):  # a random choice may not fit (e.g. no exact operand): draw again
         case = _FAMILY_BUILDERS[family](rng, seed)
         if case is not None:
-            case.num_warps = int(rng.choice([1, 2, 4, 8]))
+            case.num_warps = min(int(rng.choice([1, 2, 4, 8])), _MAX_WARPS.get(family, 8))
             return case
     raise RuntimeError(f"seed {seed}: no {family} kernel after 20 attempts")
 
@@ -200,7 +201,10 @@ def _scan(rng, seed) -> Case | None:
     return make_case(seed, "scan", args, lines, (1,))
 
 
+# Small kernels whose blocks are meant to be spread thinly (replicated lanes) and to run cheaply on the
+# host's SIMT runner, one OS thread per GPU thread.
+_MAX_WARPS = {"indexing": 2}
 _FAMILY_BUILDERS = {"elementwise": _elementwise, "promotion": _promotion, "broadcast": _broadcast, "reduce": _reduce, "scan": _scan,
-                    "loop": loop_case, "atomic": atomic_case, "dot": dot_case}
+                    "loop": loop_case, "atomic": atomic_case, "dot": dot_case, "indexing": indexing_case}
 
 
