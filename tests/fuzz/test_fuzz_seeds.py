@@ -10,16 +10,6 @@ SEEDS = range(200)
 CROSS_SEEDS = range(0, 200, 10)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(monkeypatch, tmp_path):
-    for name in ("TILEJIT_TARGET", "TILEJIT_INTERPRET", "TRITON_INTERPRET", "TILEJIT_ALWAYS_COMPILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path / "cache"))
-    yield
-    from tilejit import compiler
-    compiler.clear_memory_cache()
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_interpreter_matches_the_model(seed):
     case = generate(seed)

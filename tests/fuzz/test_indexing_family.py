@@ -34,16 +34,6 @@ def simt_run():
     return _bench_fuzz().simt_run
 
 
-@pytest.fixture(autouse=True)
-def private_cache(monkeypatch, tmp_path):
-    for name in ("TILEJIT_TARGET", "TILEJIT_INTERPRET", "TRITON_INTERPRET", "TILEJIT_ALWAYS_COMPILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path / "cache"))
-    yield
-    from tilejit import compiler
-    compiler.clear_memory_cache()
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_interpreter_and_cuda_code_match_the_model(seed, simt_run):
     case = generate(seed, "indexing")

@@ -133,13 +133,17 @@ def _word(bits: int) -> str:
     return "i16" if bits == 8 else f"i{bits}"   # PTX keeps a b8 in a 16-bit register
 
 
-def _pack(count: int, word: str, prefix: str, into: str) -> tuple[list, str]:
-    """IR lines building `<count x word>` from %prefix0.. (or the one word); (lines, value)."""
+def _pack(count: int, word: str, prefix: str, into: str, aggregate: str = None) -> tuple[list, str]:
+    """IR lines building `<count x word>` (or the struct type `aggregate`) from %prefix0.. (or the one
+    word); (lines, value)."""
     if count == 1:
         return [], f"%{prefix}0"
     lines, prev = [], "undef"
     for i in range(count):
-        lines.append(f"  %{into}{i} = insertelement <{count} x {word}> {prev}, {word} %{prefix}{i}, i32 {i}")
+        if aggregate is None:
+            lines.append(f"  %{into}{i} = insertelement <{count} x {word}> {prev}, {word} %{prefix}{i}, i32 {i}")
+        else:
+            lines.append(f"  %{into}{i} = insertvalue {aggregate} {prev}, {word} %{prefix}{i}, {i}")
         prev = f"%{into}{i}"
     return lines, prev
 
@@ -163,13 +167,8 @@ def _predicated_load_definition(name: str, ret: str, bits: int, count: int) -> s
         lines += [f"  %w{i} = extractelement <{count} x {word}> %v, i32 {i}" for i in range(count)]
 
     def ret_of(prefix, label):
-        if count == 1:
-            return [f"  ret {word} %{prefix}0"]
-        out, prev = [], "undef"
-        for i in range(count):
-            out.append(f"  %{label}{i} = insertvalue {ret} {prev}, {word} %{prefix}{i}, {i}")
-            prev = f"%{label}{i}"
-        return out + [f"  ret {ret} {prev}"]
+        lines, value = _pack(count, word, prefix, label, aggregate=ret)
+        return lines + [f"  ret {word if count == 1 else ret} {value}"]
     lines += ret_of("w", "r") + ["skip:"] + ret_of("o", "s") + ["}"]
     return "\n".join(lines) + "\n"
 
