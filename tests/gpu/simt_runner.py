@@ -148,16 +148,21 @@ def _pack(count: int, word: str, prefix: str, into: str, aggregate: str = None) 
     return lines, prev
 
 
+def _checked_entry(define: str, size: int, access: str, skip: str) -> list:
+    """A shim's first lines: on to block `access` only where the predicate %p holds and `sim_check`
+    accepts the `size`-byte access at %a (aligned, inside an argument), else to block `skip`."""
+    return [define, "entry:", f"  br i1 %p, label %check, label %{skip}", "check:",
+            f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site, i32 {_GLOBAL})',
+            f"  br i1 %ok, label %{access}, label %{skip}", f"{access}:"]
+
+
 def _predicated_load_definition(name: str, ret: str, bits: int, count: int) -> str:
     """An LLVM function doing what the masked load's inline PTX does: load `count` words where the
     predicate holds (and the access checks out), else return the `other` words it was given."""
     word = _word(bits)
     size = count * bits // 8
     params = ", ".join(f"{word} %o{i}" for i in range(count))
-    lines = [f'define {ret} @"{name}"(i32 %site, i1 %p, ptr %a, {params}) {{', "entry:",
-             "  br i1 %p, label %check, label %skip", "check:",
-             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site, i32 {_GLOBAL})',
-             "  br i1 %ok, label %ld, label %skip", "ld:"]
+    lines = _checked_entry(f'define {ret} @"{name}"(i32 %site, i1 %p, ptr %a, {params}) {{', size, "ld", "skip")
     if bits == 8:
         lines += ["  %b = load i8, ptr %a", "  %w0 = zext i8 %b to i16"]
     elif count == 1:
@@ -179,10 +184,7 @@ def _predicated_store_definition(name: str, bits: int, count: int) -> str:
     word = _word(bits)
     size = count * bits // 8
     params = ", ".join(f"{word} %w{i}" for i in range(count))
-    lines = [f'define void @"{name}"(i32 %site, ptr %a, {params}, i1 %p) {{', "entry:",
-             "  br i1 %p, label %check, label %done", "check:",
-             f'  %ok = call i1 @"sim_check"(ptr %a, i64 {size}, i64 {size}, i32 %site, i32 {_GLOBAL})',
-             "  br i1 %ok, label %st, label %done", "st:"]
+    lines = _checked_entry(f'define void @"{name}"(i32 %site, ptr %a, {params}, i1 %p) {{', size, "st", "done")
     if bits == 8:
         lines += ["  %b = trunc i16 %w0 to i8", "  store i8 %b, ptr %a"]
     else:
