@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import collections
+import functools
 import json
 import os
 import shutil
@@ -77,14 +78,21 @@ def torch_runs(case, gpu: bool, with_tilejit: bool, with_triton: bool, interpret
 SIMT_FAMILIES = ("elementwise", "promotion", "broadcast", "reduce", "scan", "loop", "indexing")
 
 
-def simt_run(case) -> runner.Outcome:
-    """The case compiled for cuda:90 with its real arguments' specialization (divisibility by 16 of
-    pointers and integers, integers equal to 1 as constants) and its LLVM IR run on the host."""
+@functools.lru_cache(maxsize=None)
+def _simt_runner():
+    """tests/gpu/simt_runner.py (a test helper, not part of the package), imported once."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
     try:
         import simt_runner
     finally:
         sys.path.pop(0)
+    return simt_runner
+
+
+def simt_run(case) -> runner.Outcome:
+    """The case compiled for cuda:90 with its real arguments' specialization (divisibility by 16 of
+    pointers and integers, integers equal to 1 as constants) and its LLVM IR run on the host."""
+    simt_runner = _simt_runner()
     from tilejit.errors import CompilationError
     where = "simt-cuda:90"
     if not case.family.startswith(SIMT_FAMILIES):

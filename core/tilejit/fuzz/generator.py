@@ -3,7 +3,8 @@
 Families (one per seed, chosen by the seed): elementwise expressions over 1-D blocks with odd sizes
 and masks, the same over 2-D broadcast tiles, reductions and scans along either axis, loops with
 carried values (`for` and `while`), atomics with colliding addresses, `tl.dot` in every input
-precision, and (tilejit.fuzz.indexing) index and mask arithmetic on masked loads and stores. Each kernel is plain Triton code; the expected outputs come from `semantics`.
+precision, and (tilejit.fuzz.indexing) index and mask arithmetic on masked loads and stores. Each
+kernel is plain Triton code; the expected outputs come from `semantics`.
 """
 from __future__ import annotations
 

@@ -138,9 +138,8 @@ class AxisAnalysis:
             src = ins[0]
             c, d, k = list(src.contiguity), list(src.divisibility), list(src.constancy)
             c.insert(axis, 1)
-            # The new dim has runs of one element, each a value of the source: what divides every
-            # value (a contiguous dim's divisibility holds only at its runs' starts).
-            d.insert(axis, min(1 if cc > 1 else dd for cc, dd in zip(src.contiguity, src.divisibility)))
+            # The new dim has runs of one element, each a value of the source: what divides every value.
+            d.insert(axis, min(_element_divisibility(src)))
             k.insert(axis, 1)
             return AxisInfo(tuple(c), tuple(d), tuple(k))
         if name == "tt.trans":
@@ -170,11 +169,8 @@ class AxisAnalysis:
                 return AxisInfo(contig, tuple(gcd(x, y) for x, y in zip(a.divisibility, bdiv)),
                                 tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
             if name == "arith.muli":
-                # A contiguous operand's divisibility holds for the first element of each run only;
-                # the product has no runs, so each element counts: [0, 1, 2, ...] * 3 is 3, 6, 9.
-                adiv = tuple(1 if c > 1 else d for c, d in zip(a.contiguity, a.divisibility))
-                bdiv = tuple(1 if c > 1 else d for c, d in zip(b.contiguity, b.divisibility))
-                div = tuple(min(x * y, MAX_DIV) for x, y in zip(adiv, bdiv))
+                # The product has no runs, so each element counts: [0, 1, 2, ...] * 3 is 3, 6, 9.
+                div = tuple(min(x * y, MAX_DIV) for x, y in zip(_element_divisibility(a), _element_divisibility(b)))
                 return AxisInfo((1,) * rank, div, tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)))
             if name in ("arith.remsi", "arith.remui") and all(b.constancy[i] == shape[i] for i in range(rank)):
                 # x % n with n the same everywhere: runs of x stay contiguous within multiples of n;
@@ -195,6 +191,12 @@ class AxisAnalysis:
                 k = tuple(gcd(x, y) for x, y in zip(k, other.constancy))
             return AxisInfo((1,) * rank, (1,) * rank, k)
         return AxisInfo.unknown(rank)
+
+
+def _element_divisibility(info: AxisInfo) -> Tuple[int, ...]:
+    """Per dim, what divides every element (not only each run's first): a contiguous dim's
+    divisibility holds at its runs' starts alone, so there it is 1."""
+    return tuple(1 if c > 1 else d for c, d in zip(info.contiguity, info.divisibility))
 
 
 # `x < c` and `x >= c` change value only where x crosses c: when x runs contiguously from an aligned

@@ -3,6 +3,8 @@ ranges, `dot`, reductions/scans and debug ops. A mixin of `Semantic`: `self` has
 `to_tensor`, `cast`, `broadcast_*`, ... from `semantic.py`."""
 from __future__ import annotations
 
+import math
+
 from typing import Callable, List, Sequence
 
 from .. import ir
@@ -566,9 +568,7 @@ class MemorySemanticMixin:
         sa, sb = list(a.type.shape), list(b.type.shape)
         if sa[:-2] != sb[:-2]:
             raise ValueError(f"dot: batch dimensions differ: {sa[:-2]} and {sb[:-2]}")
-        batch = 1
-        for s in sa[:-2]:
-            batch *= s
+        batch = math.prod(sa[:-2])
         shape = sa[:-1] + [sb[-1]]
         acc = tl._unwrap_if_constexpr(acc)
         if acc is not None:
