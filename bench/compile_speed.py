@@ -48,6 +48,19 @@ KERNELS = {
     "cumsum": ("cumsum_row_kernel", {"x_ptr": F32, "y_ptr": F32, "stride": "i32", "n_cols": "i32"},
                {"BLOCK_SIZE": 1024}, {"num_warps": 4}),
 }
+# The integer arguments of a typical launch of each kernel (bench/gpu.py's shapes). A JIT compiles the
+# specialization these values select (`specialize`), so both compilers get that one: the same source
+# and the same hints, hence the same code paths (a matmul without alignment hints has no async
+# copies and no wgmma, which is not the kernel users compile).
+LAUNCH_INTS = {
+    "gelu_masked": {"n_elements": 1 << 24, "limit": 1000003},
+    "softmax": {"in_stride": 4096, "out_stride": 4096, "n_rows": 4096, "n_cols": 4096},
+    "layernorm": {"stride": 8192, "n_cols": 8192},
+    "matmul": {"M": 4096, "N": 4096, "K": 4096, "stride_am": 4096, "stride_ak": 1, "stride_bk": 4096,
+               "stride_bn": 1, "stride_cm": 4096, "stride_cn": 1},
+    "attention": {"seq_len": 4096, "stride_h": 4096 * 64, "stride_s": 64},
+    "cumsum": {"stride": 4096, "n_cols": 4096},
+}
 # The matmul configs of Triton's tutorial: the first call of an autotuned kernel compiles them all.
 AUTOTUNE_CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
                     (64, 128, 32, 4, 4), (128, 32, 32, 4, 4), (64, 32, 32, 2, 5), (32, 64, 32, 2, 5)]
@@ -66,8 +79,21 @@ def _cpu_seconds() -> float:
     return own + children.ru_utime + children.ru_stime
 
 
-def _signature(sig: dict, constexprs: dict) -> dict:
-    return {**sig, **{name: "constexpr" for name in constexprs}}
+def specialize(sig: dict, constexprs: dict, ints: dict) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, attrs) of the specialization a Triton 3.x JIT (and tilejit's) makes for
+    a launch: pointers to fresh allocations are 16-byte aligned, an integer equal to 1 becomes the
+    constant 1 and one divisible by 16 is marked so (`tt.divisibility`)."""
+    signature, constants, attrs = {}, dict(constexprs), {}
+    for index, (name, type_string) in enumerate(sig.items()):
+        value = ints.get(name)
+        if value == 1:
+            signature[name], constants[name] = "constexpr", 1
+            continue
+        signature[name] = type_string
+        if type_string.startswith("*") or (value is not None and value % 16 == 0):
+            attrs[(index,)] = [["tt.divisibility", 16]]
+    signature.update({name: "constexpr" for name in constexprs})
+    return signature, constants, attrs
 
 
 class _Tilejit:
@@ -80,10 +106,11 @@ class _Tilejit:
         self.kernels = load_kernels("tilejit")
         self.tilejit, self.compiler = tilejit, compiler
 
-    def compile(self, name, sig, constexprs, options, cache_dir):
+    def compile(self, name, sig, constexprs, options, cache_dir, ints=None):
         os.environ["TILEJIT_CACHE_DIR"] = cache_dir
         self.compiler.clear_memory_cache()
-        src = self.tilejit.ASTSource(getattr(self.kernels, name), _signature(sig, constexprs), constexprs=constexprs)
+        signature, constants, attrs = specialize(sig, constexprs, ints or {})
+        src = self.tilejit.ASTSource(getattr(self.kernels, name), signature, constexprs=constants, attrs=attrs)
         start = time.perf_counter()
         kernel = self.tilejit.compile(src, target="cuda:90", options=options)
         total = time.perf_counter() - start
@@ -125,12 +152,13 @@ class _Triton:
 
         CUDABackend.add_stages = add_timed_stages
 
-    def compile(self, name, sig, constexprs, options, cache_dir):
+    def compile(self, name, sig, constexprs, options, cache_dir, ints=None):
         os.environ["TRITON_CACHE_DIR"] = cache_dir
         knobs = getattr(self.triton, "knobs", None)
         if knobs is not None:  # Triton >= 3.4 reads its knobs once; point the cache at the new folder too
             knobs.cache.dir = cache_dir
-        src = self.source(getattr(self.kernels, name), _signature(sig, constexprs), constexprs=constexprs)
+        signature, constants, attrs = specialize(sig, constexprs, ints or {})
+        src = self.source(getattr(self.kernels, name), signature, constexprs=constants, attrs=attrs)
         self.stage_times.clear()
         start = time.perf_counter()
         kernel = self.triton.compile(src, target=self.target, options=options)
@@ -157,11 +185,12 @@ def autotune_worker(flavour: str, workers: int) -> dict:
             tuned = tilejit.autotune(configs=configs, key=["M"])(getattr(compiler.kernels, kernel))
             tuned.compile_workers = workers
             with tilejit.target("cuda:90"):
-                tuned.warmup(*sig.values())
+                # type strings for the pointers, the launch's values for the integers (as Triton gets)
+                tuned.warmup(*(LAUNCH_INTS["matmul"].get(name, type_string) for name, type_string in sig.items()))
         else:
             for i, (m, n, k, w, st) in enumerate(AUTOTUNE_CONFIGS):
                 compiler.compile(kernel, sig, {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8},
-                                 {"num_warps": w, "num_stages": st}, os.path.join(scratch, str(i)))
+                                 {"num_warps": w, "num_stages": st}, os.path.join(scratch, str(i)), LAUNCH_INTS["matmul"])
         return {"ms": (time.perf_counter() - start) * 1e3, "configs": len(AUTOTUNE_CONFIGS)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -192,7 +221,7 @@ def worker(flavour: str, names: list, reps: int, profile: str | None) -> dict:
             totals, cpus, stages = [], [], {}
             for _ in range(reps):
                 cpu = _cpu_seconds()
-                total, stage_times = compiler.compile(kernel, sig, constexprs, options, fresh())
+                total, stage_times = compiler.compile(kernel, sig, constexprs, options, fresh(), LAUNCH_INTS[name])
                 cpus.append((_cpu_seconds() - cpu) * 1e3)
                 totals.append(total * 1e3)
                 for stage, seconds in stage_times.items():

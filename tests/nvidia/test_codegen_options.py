@@ -64,12 +64,13 @@ def _opcodes(ptx: str):
 
 
 def _llir(name: str, tmp_path) -> str:
+    """bench/compile_speed.py's kernel `name` with no alignment hints (scalar global accesses)."""
     from common import load_kernels
-    from compile_speed import KERNELS, _signature
+    from compile_speed import KERNELS
     os.environ["TILEJIT_CACHE_DIR"] = str(tmp_path / name)
     kernel, sig, constexprs, options = KERNELS[name]
     fn = getattr(load_kernels("tilejit"), kernel)
-    src = tilejit.ASTSource(fn, _signature(sig, constexprs), constexprs=constexprs)
+    src = tilejit.ASTSource(fn, {**sig, **{n: "constexpr" for n in constexprs}}, constexprs=constexprs)
     return tilejit.compile(src, target="cuda:90", options=options).asm["llir"]
 
 
