@@ -39,6 +39,13 @@ def _fast_exp(builder, args):
     return inline_ptx(builder, F32, "ex2.approx.f32 $0, $1;", "=f,f", [scaled], side_effect=False)
 
 
+def _fast_exp2(builder, args):
+    """fp32 `tl.exp2`: `ex2.approx.ftz.f32`, which is what libdevice's `__nv_exp2f` becomes under
+    `nvvm-reflect-ftz` = 1 (set on every kernel module, see `finish_kernel`). Emitted directly: linking libdevice for it, and inlining and folding its
+    reflect branch at every call, was 30-40 ms of the bench attention's compile (69 calls)."""
+    return inline_ptx(builder, F32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", args, side_effect=False)
+
+
 def _full_div(builder, args):
     """Triton's fp32 `/` and `tl.fdiv`: `div.full.f32` (2 ulp). `tl.div_rn` stays IEEE (div.rn)."""
     return inline_ptx(builder, F32, "div.full.f32 $0, $1, $2;", "=f,f,f", args, side_effect=False)
@@ -48,6 +55,7 @@ def _full_div(builder, args):
 # 3.9's PTX for the same kernels): tilejit gives the same code, and with it the same results.
 _TRITON_FAST_F32 = {
     "math.exp": ("emit", _fast_exp),
+    "math.exp2": ("emit", _fast_exp2),
     "arith.divf": ("emit", _full_div),
     "math.sqrt": ("intrinsic", "llvm.nvvm.sqrt.approx.ftz.f"),
 }
