@@ -18,6 +18,7 @@ from ..isa import I32
 from ..target import TargetDescription
 from ..linear_layout import LinearLayout
 from .float_formats import constant_bits
+from .folding_builder import FoldingBuilder
 from .scalar_ops import ScalarLowering, is_storage_float, llvm_type
 from .tensor_ops import TensorOps
 
@@ -118,7 +119,7 @@ class FunctionLowering(TensorOps):
             if isinstance(arg.type, ir.PointerType):
                 p.add_attribute("noalias") if (attrs or {}).get("tt.noalias") else None
             self.vals[id(arg)] = [p]
-        self.b = llir.IRBuilder(fn.append_basic_block("entry"))
+        self.b = FoldingBuilder(fn.append_basic_block("entry"))
         tid = self.isa.thread_id_x(self.b)
         ws_bits = self.warp_size.bit_length() - 1
         self.lane = self.b.and_(tid, llir.Constant(I32, self.warp_size - 1), name="lane")
