@@ -21,6 +21,7 @@ from tilejit import backends, ir, plugins
 from tilejit.config import knobs
 from tilejit.errors import CompilationError, TilejitError
 from tilejit.passes.pipeline import run_ttir_passes
+from tilejit.runtime.gc_pause import cyclic_gc_paused
 
 __all__ = ["compile", "CompiledKernel", "make_ttir", "clear_memory_cache", "normalize_grid", "PureStage"]
 
@@ -600,6 +601,11 @@ def compile(src, target=None, options=None) -> CompiledKernel:
                 _memory_cache[key] = loaded
             return loaded
 
+    with cyclic_gc_paused():
+        return _compile_uncached(src, target, backend, opts, key, knobs)
+
+
+def _compile_uncached(src, target, backend, opts, key, knobs) -> CompiledKernel:
     metadata = _initial_metadata(src, target, opts, key)
     with _python_stages_lock:
         stages = _stage_table(src, target, backend, opts)
