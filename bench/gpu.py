@@ -267,38 +267,29 @@ WORKLOADS["matmul_4096x4096x4096_fp16_tile128x256"] = _matmul_workload(4096, 409
 WORKLOADS["matmul_4096x4096x4096_bf16_tile128x256"] = _matmul_workload(4096, 4096, 4096, "bf16", (128, 256, 64))
 
 
-def launch_overhead_us(k) -> float:
-    """Wall-clock microseconds per launch of a cached one-program kernel, host side: the median of
-    five runs of 2000 launches (the host is shared; one run can catch a neighbour's burst)."""
+def launch_us(kernels) -> dict:
+    """Wall-clock microseconds per launch, host side, of a cached one-program kernel for each
+    compiler in `kernels`, and of a plain PyTorch elementwise op on one element (`x.add_(1)`, key
+    "torch": the launch cost users compare a kernel call with, issue 12 item 4). Seven rounds of 2000
+    launches of each, interleaved (the order rotates each round) so that a neighbour's burst or a
+    clock change on the shared host hits all alike; the median round of each."""
     x = torch.zeros(1, device="cuda")
-    for _ in range(100):
-        k.tiny_kernel[(1,)](x)
+    calls = {flavour: (lambda k=k: k.tiny_kernel[(1,)](x)) for flavour, k in kernels.items()}
+    calls["torch"] = lambda: x.add_(1)
+    for call in calls.values():
+        for _ in range(100):
+            call()
     torch.cuda.synchronize()
-    n, runs = 2000, []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            k.tiny_kernel[(1,)](x)
-        runs.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
-
-
-def torch_launch_us() -> float:
-    """The same measure for a plain PyTorch elementwise op on one element (`x.add_(1)`): the launch
-    cost users compare a kernel call with (issue 12, item 4)."""
-    x = torch.zeros(1, device="cuda")
-    for _ in range(100):
-        x.add_(1)
-    torch.cuda.synchronize()
-    n, runs = 2000, []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            x.add_(1)
-        runs.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
+    n, runs, order = 2000, {name: [] for name in calls}, list(calls)
+    for round_ in range(7):
+        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+            call = calls[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            runs[name].append((time.perf_counter() - t0) / n * 1e6)
+            torch.cuda.synchronize()
+    return {name: statistics.median(values) for name, values in runs.items()}
 
 
 @contextlib.contextmanager
@@ -483,19 +474,20 @@ def main():
             tj, tr = per_call["tilejit"], per_call["triton"]
             rows.append([f"{name} (us/call, back to back)", f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed",
                          f"{t_us:.1f}", f"{tr / tj:.2f}" if tj and tr else "n/a", device])
-    for flavour_name, fn, unit in (("launch (cached, us)", launch_overhead_us, "us"),
-                                   ("compile new specialization (ms)", None, "ms")):
-        vals = {}
-        for flavour, k in kernels.items():
-            try:
-                vals[flavour] = fn(k) if fn else compile_ms(k)
-            except Exception as exc:
-                vals[flavour] = None
-                print(f"[{flavour}] {flavour_name} failed: {exc}", file=sys.stderr)
-        tj, tr = vals["tilejit"], vals["triton"]
-        torch_cell = f"{torch_launch_us():.1f} (x.add_(1))" if fn else ""
-        rows.append([flavour_name, f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed", torch_cell,
-                     f"{tj / tr:.2f}" if tj and tr else "n/a", device])
+    launches = launch_us(kernels)
+    tj, tr = launches["tilejit"], launches["triton"]
+    rows.append(["launch (cached, us)", f"{tj:.1f}", f"{tr:.1f}", f"{launches['torch']:.1f} (x.add_(1))",
+                 f"{tj / tr:.2f}", device])
+    compiles = {}
+    for flavour, k in kernels.items():
+        try:
+            compiles[flavour] = compile_ms(k)
+        except Exception as exc:
+            compiles[flavour] = None
+            print(f"[{flavour}] compile new specialization failed: {exc}", file=sys.stderr)
+    tj, tr = compiles["tilejit"], compiles["triton"]
+    rows.append(["compile new specialization (ms)", f"{tj:.1f}" if tj else "failed", f"{tr:.1f}" if tr else "failed",
+                 "", f"{tj / tr:.2f}" if tj and tr else "n/a", device])
     print(f"\nTriton {triton.__version__}, torch {torch.__version__}, {device}\n")
     print(markdown_table(["workload", "tilejit", "Triton", "torch", "tilejit/Triton", "device"], rows))
 

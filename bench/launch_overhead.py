@@ -150,7 +150,7 @@ def main() -> None:
            (4, 1, 1), (x, y, out, 1000), args, clock, stub_launch if stub else None)
     if not stub:
         torch.cuda.synchronize()
-        one = torch.zeros(1, device=device)   # bench/gpu.py's torch_launch_us: the same op
+        one = torch.zeros(1, device=device)   # bench/gpu.py's launch_us times the same op
         print(f"torch x.add_(1): {best_us(lambda: one.add_(1), args.n, args.runs):6.2f}")
         torch.cuda.synchronize()
 
