@@ -187,6 +187,18 @@ def w_sort(k, quick):
     return run, check, 2 * m * n * 4, "GB/s", lambda: torch.sort(x, 1)
 
 
+def w_batched_dot(k, quick):
+    """16384 (quick: 4096) fp16 products of 64x64 matrices, 4 a program, each program one 3-D dot."""
+    count, size, per_program = (4096 if quick else 16384), 64, 4
+    a = torch.randn(count, size, size, device="cuda", dtype=torch.float16)
+    b = torch.randn(count, size, size, device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    run = lambda: k.batched_dot_kernel[(count // per_program,)](  # noqa: E731
+        a, b, c, BATCH=per_program, M=size, N=size, K=size, num_warps=4)
+    check = lambda: torch.testing.assert_close(c, torch.bmm(a, b), rtol=1e-2, atol=5e-2)  # noqa: E731
+    return run, check, 2 * count * size ** 3, "TFLOP/s", lambda: torch.bmm(a, b)
+
+
 # -- small shapes: a few microseconds of work, where per-launch costs show --------------------------
 
 def w_softmax_small(k, quick):
@@ -258,7 +270,7 @@ MATMUL_SHAPES = [(256, 256, 256, "fp16"), (512, 512, 512, "fp16"), (1024, 1024, 
 
 WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matmul": w_matmul,
              "attention": w_attention, "attention_masked": w_attention_masked,
-             "cumsum": w_cumsum, "scan_linrec": w_scan_linrec, "sort": w_sort,
+             "cumsum": w_cumsum, "scan_linrec": w_scan_linrec, "sort": w_sort, "batched_dot": w_batched_dot,
              "softmax_small": w_softmax_small, "softplus_small": w_softplus_small,
              "batchnorm_small": w_batchnorm_small}
 WORKLOADS.update({f"matmul_{M}x{N}x{K}_{dt}": _matmul_workload(M, N, K, dt) for M, N, K, dt in MATMUL_SHAPES})

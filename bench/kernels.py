@@ -236,3 +236,17 @@ def batch_norm_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, batch, n_channels, eps, BL
     var = tl.sum(diff * diff, 0) / batch
     y = diff * tl.rsqrt(var + eps) * tl.load(w_ptr + c) + tl.load(b_ptr + c)
     tl.store(y_ptr + rows * n_channels + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, BATCH: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    """Each program multiplies BATCH independent M x K and K x N matrices with one 3-D `tl.dot` (the
+    form of Triton's test_dot3d; batched attention scores and per-expert products are written so)."""
+    first = tl.program_id(0) * BATCH
+    bb = tl.arange(0, BATCH)[:, None, None] + first
+    m = tl.arange(0, M)[None, :, None]
+    n = tl.arange(0, N)[None, None, :]
+    a = tl.load(a_ptr + bb * (M * K) + m * K + tl.arange(0, K)[None, None, :])
+    b = tl.load(b_ptr + bb * (K * N) + tl.arange(0, K)[None, :, None] * N + n)
+    tl.store(c_ptr + bb * (M * N) + m * N + n, tl.dot(a, b).to(c_ptr.dtype.element_ty))

@@ -35,19 +35,31 @@ def _rounding_runs(llir):
     return seq
 
 
-@pytest.mark.parametrize("target,binary,outputs,step", [
-    pytest.param("cuda:90", "cubin", 4 * 32 * 32 // 128, 16, marks=needs_ptxas),
-    pytest.param("hip:gfx942", "hsaco", 4 * 32 * 32 // 256, 64, marks=needs_lld)])
-def test_batched_fp16_dot_rounds_once_per_k_step(target, binary, outputs, step):
+def _dot3d_source():
     sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "o_ptr": "*fp16", "stride_qb": "i32", "stride_qm": "i32",
            "stride_kb": "i32", "stride_kk": "i32", "stride_ob": "i32", "stride_om": "i32"}
-    src = ASTSource(_dot3d, sig, {"B": 4, "BM": 32, "BN": 32, "K": 64, "OUT": tl.float16},
-                    {(i,): D16 for i in range(9)})
-    kernel = tilejit.compile(src, target=target, options={"num_warps": 4})
+    return ASTSource(_dot3d, sig, {"B": 4, "BM": 32, "BN": 32, "K": 64, "OUT": tl.float16},
+                     {(i,): D16 for i in range(9)})
+
+
+@pytest.mark.parametrize("target,binary,outputs,step", [
+    pytest.param("hip:gfx942", "hsaco", 4 * 32 * 32 // 256, 64, marks=needs_lld)])
+def test_batched_fp16_dot_rounds_once_per_k_step(target, binary, outputs, step):
+    """Where a batched dot runs on FMA (AMD), its f16 accumulator is rounded once per K step."""
+    kernel = tilejit.compile(_dot3d_source(), target=target, options={"num_warps": 4})
     llir = kernel.asm["llir"]
     assert "llvm.fma.f16" not in llir and "fmul half" not in llir and "fadd half" not in llir
     assert _rounding_runs(llir) == ("F" * step + "T") * (64 // step) * outputs
     assert kernel.asm[binary][:4] == b"\x7fELF"
+
+
+@needs_ptxas
+def test_nvidia_batched_dot_accumulates_in_f16_with_mma():
+    """On sm_80+ a batched dot with out_dtype=float16 is mma.sync with f16 C and D, per batch."""
+    kernel = tilejit.compile(_dot3d_source(), target="cuda:90", options={"num_warps": 4})
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 2 * 4 * (64 // 16)
+    assert "fma.rn" not in ptx and kernel.asm["cubin"][:4] == b"\x7fELF"
 
 
 @needs_ptxas

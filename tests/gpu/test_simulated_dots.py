@@ -1,7 +1,8 @@
 """Dots with several batch axes (Triton 3.x's rank >= 4 `tl.dot`, and `tl.trans` without dims on them),
-compiled for cuda:90 and run on the host by `simt_runner`: the batch axes are reshaped into one for a
-3-D dot, which the NVIDIA lowering computes with FMAs (the matrix units take 2-D dots only), so the
-whole kernel, reshapes and transposes included, runs here. Triton's test_dot_multidim failed to
+compiled for cuda:75 and run on the host by `simt_runner`: the batch axes are reshaped into one for a
+3-D dot, which sm_75 computes with FMAs (it has no mma.sync form here, and the host runs no matrix
+instruction), so the whole kernel, reshapes and transposes included, runs here. On sm_80 and later
+the 3-D dot is mma.sync's (tests/gpu/test_batched_mma.py). Triton's test_dot_multidim failed to
 compile on the H100 (trans() without dims needed a 2-D tensor; dots took rank 2 or 3 only)."""
 import os
 import sys
@@ -41,7 +42,7 @@ def test_dot_with_several_batch_axes_on_cuda_code(batch, size, trans_a, trans_b,
     b_in = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if trans_b else b
     kernel = multi_batch_dot.warmup("*bf16", "*bf16", "*fp32", "*fp32", BATCH=batch, M=M, N=N, K=K,
                                     TRANS_A=trans_a, TRANS_B=trans_b, USE_ACC=use_acc, num_warps=4, grid=(1,),
-                                    target="cuda:90")
+                                    target="cuda:75")
     assert "tt.dot" in kernel.asm["ttir"] and kernel.asm["ttir"].count("tt.reshape") >= 3
     out = np.zeros(c.size, np.float32)
     run(kernel.asm["llir"], [_bf16_bits(a_in), _bf16_bits(b_in), c, out], 4)

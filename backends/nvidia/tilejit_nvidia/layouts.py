@@ -12,7 +12,8 @@ from tilejit.gpu.linear_layout import LinearLayout, log2_exact
 @dataclass(frozen=True)
 class NvidiaMmaEncoding(DistributedEncoding):
     """The accumulator of `mma.sync.m16n8k16` (version 2.0: per warp a 16x8 tile, 4 values a thread) or
-    of `wgmma.mma_async.m64nNk16` (version 3.0, instrShape [16, N, 16]: per warp 16xN, N/2 values)."""
+    of `wgmma.mma_async.m64nNk16` (version 3.0, instrShape [16, N, 16]: per warp 16xN, N/2 values).
+    A batched (3-D) mma.sync dot has warpsPerCTA [batch, M, N] and instrShape [1, 16, 8], as Triton's."""
     version_major: int
     version_minor: int
     warps_per_cta: Tuple[int, ...]
@@ -26,34 +27,42 @@ class NvidiaMmaEncoding(DistributedEncoding):
 
     @property
     def rank(self) -> int:
-        return 2
+        return len(self.warps_per_cta)   # 3 for a batched (3-D) mma.sync dot: dim 0 is the batch
 
     def _warp_chunks(self, m_dim, n_dim):
-        return [("warp", n_dim, log2_exact(self.warps_per_cta[1])),
-                ("warp", m_dim, log2_exact(self.warps_per_cta[0]))]
+        chunks = [("warp", n_dim, log2_exact(self.warps_per_cta[-1])),
+                  ("warp", m_dim, log2_exact(self.warps_per_cta[-2]))]
+        return chunks + self._batch_warps()
+
+    def _batch_warps(self):
+        """A batched dot's warps along the batch (after those along N and M, in every layout of it)."""
+        return [("warp", 0, log2_exact(self.warps_per_cta[0]))] if self.rank == 3 else []
 
     def to_linear(self, shape) -> LinearLayout:
+        m, n = self.rank - 2, self.rank - 1
         # c0,c1: row = lane/4, col = 2*(lane%4) + {0,1}; c2,c3: the same 8 rows further down.
-        chunks = [("register", 1, 1), ("lane", 1, 2), ("lane", 0, 3), ("register", 0, 1)]
+        chunks = [("register", n, 1), ("lane", n, 2), ("lane", m, 3), ("register", m, 1)]
         if self.version_major == 3:
             # wgmma m64nNk16 (PTX ISA, "register fragment of the accumulator D"): warp w of a
             # warpgroup owns rows 16w..16w+15, and d[4j..4j+3] is the mma.sync fragment above for
             # columns 8j..8j+7, so the N/8 column blocks come before the warps.
             n_blocks = log2_exact(self.instr_shape[1] // 8, "wgmma instruction N")
-            chunks.append(("register", 1, n_blocks))
-        return _build(shape, chunks + self._warp_chunks(0, 1))
+            chunks.append(("register", n, n_blocks))
+        return _build(shape, chunks + self._warp_chunks(m, n))
 
     def operand_linear(self, op_idx: int, shape) -> LinearLayout:
         """Operand `op_idx` of a dot with this result layout: the m16n8k16 A (a0..a7) or B (b0..b3)
-        fragments, A shared by the warps along N, B by the warps along M."""
-        wpc = self.warps_per_cta
+        fragments, A shared by the warps along N, B by the warps along M (per batch for a 3-D dot)."""
+        wpc, lead = self.warps_per_cta, self.rank - 2
         if op_idx == 0:   # A (M x K)
-            chunks = [("register", 1, 1), ("lane", 1, 2), ("lane", 0, 3), ("register", 0, 1),
-                      ("register", 1, 1), ("warp", None, log2_exact(wpc[1])), ("warp", 0, log2_exact(wpc[0]))]
+            m, k = lead, lead + 1
+            chunks = [("register", k, 1), ("lane", k, 2), ("lane", m, 3), ("register", m, 1),
+                      ("register", k, 1), ("warp", None, log2_exact(wpc[-1])), ("warp", m, log2_exact(wpc[-2]))]
         else:             # B (K x N)
-            chunks = [("register", 0, 1), ("lane", 0, 2), ("lane", 1, 3), ("register", 0, 1),
-                      ("warp", 1, log2_exact(wpc[1])), ("warp", None, log2_exact(wpc[0]))]
-        return _build(shape, chunks)
+            k, n = lead, lead + 1
+            chunks = [("register", k, 1), ("lane", k, 2), ("lane", n, 3), ("register", k, 1),
+                      ("warp", n, log2_exact(wpc[-1])), ("warp", None, log2_exact(wpc[-2]))]
+        return _build(shape, chunks + self._batch_warps())
 
     def __str__(self) -> str:
         return (f"#ttg.nvidia_mma<{{versionMajor = {self.version_major}, versionMinor = "

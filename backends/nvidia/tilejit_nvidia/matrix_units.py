@@ -39,9 +39,9 @@ def mma_sync_kind(dot: DotSite) -> Optional[str]:
     - "tf32": f32 operands with inputPrecision tf32, f32 accumulator, two m16n8k8 per K16 step;
     - "s8": i8 operands, i32 accumulator, m16n8k32 (K a multiple of 32);
     - "fp8": e4m3/e5m2 operands (mixed too), f32 or f16 accumulator: upcast to f16 (exactly), m16n8k16.
-    M, N multiples of 16 and 8 for all."""
+    M, N multiples of 16 and 8 for all; 2-D dots, or 3-D (batched) ones, each batch its own mma.sync tiles."""
     M, N, K = dot.shape
-    if dot.rank != 2 or M % 16 or N % 8:
+    if dot.rank not in (2, 3) or M % 16 or N % 8:
         return None
     a, b, out = dot.a_elem, dot.b_elem, dot.out_elem
     if a in ("f16", "bf16") and a == b and (out == "f32" or out == a == "f16") and K % 16 == 0:
@@ -65,7 +65,7 @@ def wgmma_kind(dot: DotSite) -> Optional[str]:
     an f32 accumulator, which wgmma reads only K-major from shared memory (the PTX ISA allows the
     transpose bits for 16-bit types alone; a tf32 tile loaded along M or N is transposed as it is
     copied)."""
-    kind = mma_sync_kind(dot)
+    kind = mma_sync_kind(dot) if dot.rank == 2 else None   # wgmma has no batch
     if kind in ("f16", "bf16"):
         return kind
     if kind not in ("fp8", "tf32") or dot.out_elem != "f32" or dot.shape[2] % WGMMA_K[kind]:
@@ -104,6 +104,8 @@ class MmaSync(MatrixUnit):
     def layout(self, dot: DotSite) -> Optional[NvidiaMmaEncoding]:
         if mma_sync_kind(dot) is None:
             return None
+        if dot.rank == 3:   # batched: every warp along the batch (Triton's warpsPerTileV2 for rank 3)
+            return NvidiaMmaEncoding(2, 0, (dot.num_warps, 1, 1), (1, 16, 8))
         M, N, _ = dot.shape
         warps = dot.chained_warps() or mma_warps((M, N), dot.num_warps)
         return NvidiaMmaEncoding(2, 0, warps, (16, 8))

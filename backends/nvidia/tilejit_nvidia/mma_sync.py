@@ -143,8 +143,11 @@ def _lower_mma(self, op):
     b_vals = lazy_b.values if lazy_b is not None else self.get(b)
     c_vals = self.get(c)
     a_at, b_at, c_at = _offsets(self, a), _offsets(self, b), _offsets(self, c)
-    k_tiles = sorted({k for (m, k) in a_at if (m % 16, k % k_step) == (0, 0)})
-    c_tiles = sorted({(m, n) for (m, n) in c_at if (m % 16, n % 8) == (0, 0)})
+    # Register offsets are (batch?, row, col); a batched dot's batch offset is the same for the A, B
+    # and C registers of one batch (their warps and registers cover the batch alike), so each
+    # (batch, C tile) is a 2-D dot of its own.
+    k_tiles = sorted({key[-1] for key in a_at if (key[-2] % 16, key[-1] % k_step) == (0, 0)})
+    c_tiles = sorted({key for key in c_at if (key[-2] % 16, key[-1] % 8) == (0, 0)})
     acc_ty = c_vals[0].type
     f16_acc = isinstance(acc_ty, llir.HalfType)
     ret_ty = llir.LiteralStructType([H2] * 2 if f16_acc else [acc_ty] * 4)
@@ -152,33 +155,36 @@ def _lower_mma(self, op):
     # k-step outermost (as Triton): the A and B fragments of one k-step are read (lazily, with
     # ldmatrix, when the operand is in shared memory), used by every C tile, and then dead, so only
     # one k-step's fragments are live at a time, not the whole K tile's.
-    accs = {t: [c_vals[c_at[(t[0] + dm, t[1] + dn)]] for dm, dn in _C_FRAGMENT] for t in c_tiles}
+    accs = {t: [c_vals[c_at[t[:-2] + (t[-2] + dm, t[-1] + dn)]] for dm, dn in _C_FRAGMENT] for t in c_tiles}
     packed_a, packed_b = {}, {}
     for k0 in k_tiles:
         if lazy_a is not None:
-            lazy_a.fetch([r for (m, k), r in a_at.items() if k0 <= k < k0 + k_step])
+            lazy_a.fetch([r for key, r in a_at.items() if k0 <= key[-1] < k0 + k_step])
         if lazy_b is not None:
-            lazy_b.fetch([r for (k, n), r in b_at.items() if k0 <= k < k0 + k_step])
-        for (m0, n0) in c_tiles:
+            lazy_b.fetch([r for key, r in b_at.items() if k0 <= key[-2] < k0 + k_step])
+        for tile in c_tiles:
+            batch, m0, n0 = tile[:-2], tile[-2], tile[-1]
             for i, (name, a_regs, b_regs) in enumerate(calls):
-                if (m0, k0, i) not in packed_a:
-                    packed_a[(m0, k0, i)] = [
-                        _pack(self, [a_vals[a_at[(m0 + dm, k0 + dk)]] for dm, dk in reg], form, [a_elem] * len(reg))
+                a_key, b_key = (batch, m0, k0, i), (batch, n0, k0, i)
+                if a_key not in packed_a:
+                    packed_a[a_key] = [
+                        _pack(self, [a_vals[a_at[batch + (m0 + dm, k0 + dk)]] for dm, dk in reg], form,
+                              [a_elem] * len(reg))
                         for reg in a_regs]
-                if (n0, k0, i) not in packed_b:
-                    packed_b[(n0, k0, i)] = [
-                        _pack(self, [b_vals[b_at[(k0 + dk, n0 + dn)]] for dk, dn in reg], form, [b_elem] * len(reg))
+                if b_key not in packed_b:
+                    packed_b[b_key] = [
+                        _pack(self, [b_vals[b_at[batch + (k0 + dk, n0 + dn)]] for dk, dn in reg], form,
+                              [b_elem] * len(reg))
                         for reg in b_regs]
                 if f16_acc:
-                    res = call_intrinsic(self.b, f16_accumulator_call(name), ret_ty, packed_a[(m0, k0, i)]
-                                         + packed_b[(n0, k0, i)] + pack_halves(self.b, accs[(m0, n0)]))
-                    accs[(m0, n0)] = unpack_halves(self.b, [self.b.extract_value(res, j) for j in range(2)])
+                    res = call_intrinsic(self.b, f16_accumulator_call(name), ret_ty, packed_a[a_key]
+                                         + packed_b[b_key] + pack_halves(self.b, accs[tile]))
+                    accs[tile] = unpack_halves(self.b, [self.b.extract_value(res, j) for j in range(2)])
                     continue
-                res = call_intrinsic(self.b, name, ret_ty,
-                                     packed_a[(m0, k0, i)] + packed_b[(n0, k0, i)] + accs[(m0, n0)])
-                accs[(m0, n0)] = [self.b.extract_value(res, j) for j in range(4)]
+                res = call_intrinsic(self.b, name, ret_ty, packed_a[a_key] + packed_b[b_key] + accs[tile])
+                accs[tile] = [self.b.extract_value(res, j) for j in range(4)]
     out = list(c_vals)
-    for (m0, n0), acc in accs.items():
+    for tile, acc in accs.items():
         for (dm, dn), v in zip(_C_FRAGMENT, acc):
-            out[c_at[(m0 + dm, n0 + dn)]] = v
+            out[c_at[tile[:-2] + (tile[-2] + dm, tile[-1] + dn)]] = v
     self.set(op.result, out)
