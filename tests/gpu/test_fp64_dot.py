@@ -1,6 +1,7 @@
 """fp64 `tl.dot`: fp64 operands accumulate in fp64 whatever `out_dtype` says (Triton's semantic.dot;
-Triton's test_dot3d passes out_dtype=tl.float32 with fp64 inputs), lowered to a chain of fp64 FMAs
-per output element, and compiled through to the binary (ptxas's cubin, ld.lld's hsaco). The shapes
+Triton's test_dot3d passes out_dtype=tl.float32 with fp64 inputs), lowered to DMMA (`mma.m8n8k4`,
+as Triton) on NVIDIA sm_80+ where the tile is mma.sync's, else to a chain of fp64 FMAs per output
+element (AMD; tiles below 16 x 8), and compiled through to the binary (ptxas's cubin, ld.lld's hsaco). The shapes
 are those of Triton's test_dot3d (batched, BLOCK_M = BLOCK_N = 32) and test_dot (8x8x16, one warp).
 The numerics are checked on the interpreter in tests/language/test_lang_dot.py."""
 import re
@@ -55,6 +56,7 @@ def _compile_2d(target, M, N, K, warps):
 
 TARGETS = [pytest.param("cuda:90", 32, "cubin", marks=needs_ptxas),
            pytest.param("hip:gfx942", 64, "hsaco", marks=needs_lld)]
+FMA_TARGETS = TARGETS[1:]   # NVIDIA computes these tiles with DMMA (below)
 
 
 def _check(kernel, binary, outputs_per_thread, K):
@@ -71,11 +73,34 @@ def _check(kernel, binary, outputs_per_thread, K):
     assert kernel.asm[binary][:4] == b"\x7fELF"
 
 
-@pytest.mark.parametrize("target,warp_size,binary", TARGETS)
+@pytest.mark.parametrize("target,warp_size,binary", FMA_TARGETS)
 @pytest.mark.parametrize("B,warps,K", [(1, 1, 64), (2, 16, 64), (8, 16, 32)])
 def test_batched_fp64_dot_compiles_to_fp64_fmas(target, warp_size, binary, B, warps, K):
     kernel = _compile_3d(target, B, warps, K)
     _check(kernel, binary, B * 32 * 32 // (warps * warp_size), K)
+
+
+DMMA = "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"
+
+
+@needs_ptxas
+@pytest.mark.parametrize("B,warps,K", [(1, 1, 64), (2, 16, 64), (8, 16, 32), (8, 2, 32)])
+def test_nvidia_batched_fp64_dot_uses_dmma(B, warps, K):
+    """Every warp along the batch (replicated where B < warps); per batch 2 x 4 tiles of 16 x 8 and,
+    per K16 block, eight m8n8k4s a tile."""
+    ptx = _compile_3d("cuda:90", B, warps, K).asm["ptx"]
+    batches_per_warp = max(B // warps, 1)
+    assert ptx.count(DMMA) == batches_per_warp * 8 * (K // 16) * 8
+    assert "fma.rn.f64" not in ptx
+
+
+@needs_ptxas
+def test_nvidia_2d_fp64_dot_uses_dmma():
+    kernel = _compile_2d("cuda:90", 32, 32, 32, 4)
+    ptx = kernel.asm["ptx"]
+    # 4 warps as 2 x 2 over the 32 x 32 tile: a 16 x 16 block each, 2 tiles, 2 K16 blocks
+    assert ptx.count(DMMA) == 2 * 2 * 8 and "fma.rn.f64" not in ptx
+    assert kernel.asm["cubin"][:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize("target,warp_size,binary", TARGETS)

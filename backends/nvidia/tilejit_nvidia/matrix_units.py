@@ -38,7 +38,8 @@ def mma_sync_kind(dot: DotSite) -> Optional[str]:
       `out_dtype=tl.float16`, the hardware's own f16 accumulation, as Triton), m16n8k16;
     - "tf32": f32 operands with inputPrecision tf32, f32 accumulator, two m16n8k8 per K16 step;
     - "s8": i8 operands, i32 accumulator, m16n8k32 (K a multiple of 32);
-    - "fp8": e4m3/e5m2 operands (mixed too), f32 or f16 accumulator: upcast to f16 (exactly), m16n8k16.
+    - "fp8": e4m3/e5m2 operands (mixed too), f32 or f16 accumulator: upcast to f16 (exactly), m16n8k16;
+    - "f64": fp64 operands and accumulator, m8n8k4 (DMMA, as Triton), eight per m16n8 tile and K16 step.
     M, N multiples of 16 and 8 for all; 2-D dots, or 3-D (batched) ones, each batch its own mma.sync tiles."""
     M, N, K = dot.shape
     if dot.rank not in (2, 3) or M % 16 or N % 8:
@@ -52,6 +53,8 @@ def mma_sync_kind(dot: DotSite) -> Optional[str]:
         return "s8"
     if a in FP8 and b in FP8 and out in ("f32", "f16") and K % 16 == 0:
         return "fp8"
+    if a == b == out == "f64" and K % 16 == 0:
+        return "f64"
     return None
 
 

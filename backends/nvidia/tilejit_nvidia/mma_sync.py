@@ -55,6 +55,14 @@ MMA_FORMS = {
                  [[(0, p) for p in _P], [(8, p) for p in _P], [(0, 16 + p) for p in _P], [(8, 16 + p) for p in _P]],
                  [[(p, 0) for p in _P], [(16 + p, 0) for p in _P]])]),
 }
+# fp64: DMMA, `mma.m8n8k4.f64` (as Triton). Its fragments (PTX ISA): lane (g, t) gives A[g][t] and
+# B[t][g] and holds D[g][2t], D[g][2t + 1], which is the m16n8 C fragment's first half for rows 0-7
+# and its second half for rows 8-15. So an entry here is two instructions, one per A word (rows g and
+# g + 8) with the same B word and the matching half of C; entry p takes physical k 2t + p, the four
+# covering the K16 block once (another lane-independent renaming of K).
+_DMMA = "llvm.nvvm.mma.m8n8k4.row.col.f64"
+MMA_FORMS["f64"] = (16, [(_DMMA, [[(0, p)], [(8, p)]], [[(p, 0)]]) for p in _P])
+_F64_PAIR = llir.LiteralStructType([llir.DoubleType()] * 2)
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
 H2 = llir.VectorType(llir.HalfType(), 2)
 
@@ -88,9 +96,9 @@ def mma_form(op) -> str:
         return "tf32"
     if a == "i8":
         return "s8"
-    if a in ("f16", "bf16"):
+    if a in ("f16", "bf16", "f64"):
         return a
-    raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16/fp8/tf32/s8 operands, not {a}")
+    raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16/fp8/tf32/s8/f64 operands, not {a}")
 
 
 def pack_pair(builder, x, y, elem: str):
@@ -108,6 +116,8 @@ def _pack(self, values, form, elems):
     b = self.b
     if form == "tf32":
         return b.bitcast(values[0], I32)   # the hardware ignores the low 13 mantissa bits
+    if form == "f64":
+        return values[0]
     if form == "s8":
         word = b.zext(values[0], I32)
         for i, v in enumerate(values[1:], 1):
@@ -176,6 +186,13 @@ def _lower_mma(self, op):
                         _pack(self, [b_vals[b_at[batch + (k0 + dk, n0 + dn)]] for dk, dn in reg], form,
                               [b_elem] * len(reg))
                         for reg in b_regs]
+                if form == "f64":   # rows 0-7, then 8-15 (see `MMA_FORMS["f64"]`)
+                    acc = accs[tile]
+                    for half in (0, 1):
+                        res = call_intrinsic(self.b, name, _F64_PAIR, [packed_a[a_key][half], packed_b[b_key][0],
+                                                                       acc[2 * half], acc[2 * half + 1]])
+                        acc[2 * half:2 * half + 2] = [self.b.extract_value(res, j) for j in range(2)]
+                    continue
                 if f16_acc:
                     res = call_intrinsic(self.b, f16_accumulator_call(name), ret_ty, packed_a[a_key]
                                          + packed_b[b_key] + pack_halves(self.b, accs[tile]))
@@ -188,3 +205,4 @@ def _lower_mma(self, op):
         for (dm, dn), v in zip(_C_FRAGMENT, acc):
             out[c_at[tile[:-2] + (tile[-2] + dm, tile[-1] + dn)]] = v
     self.set(op.result, out)
+
