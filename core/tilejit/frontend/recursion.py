@@ -5,33 +5,24 @@ last compilation in progress ends. Python frames calling Python frames use no C 
 the higher limit is safe; code nested deeper still is a `CompilationError` at the user's line."""
 from __future__ import annotations
 
-import contextlib
 import sys
-import threading
+
+from tilejit.runtime.while_active import WhileAnyActive
 
 COMPILE_RECURSION_LIMIT = 40_000
 
-_lock = threading.Lock()
-_active = 0
-_saved_limit = None
+
+def _raise_limit() -> int:
+    saved = sys.getrecursionlimit()
+    if saved < COMPILE_RECURSION_LIMIT:
+        sys.setrecursionlimit(COMPILE_RECURSION_LIMIT)
+    return saved
 
 
-@contextlib.contextmanager
-def deep_recursion():
-    global _active, _saved_limit
-    with _lock:
-        if _active == 0:
-            _saved_limit = sys.getrecursionlimit()
-            if _saved_limit < COMPILE_RECURSION_LIMIT:
-                sys.setrecursionlimit(COMPILE_RECURSION_LIMIT)
-        _active += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0 and _saved_limit is not None:
-                # Another part of the program may have raised it meanwhile: keep the larger value.
-                if sys.getrecursionlimit() == COMPILE_RECURSION_LIMIT:
-                    sys.setrecursionlimit(_saved_limit)
-                _saved_limit = None
+def _restore_limit(saved: int) -> None:
+    # Another part of the program may have raised it meanwhile: keep the larger value.
+    if sys.getrecursionlimit() == COMPILE_RECURSION_LIMIT:
+        sys.setrecursionlimit(saved)
+
+
+deep_recursion = WhileAnyActive(_raise_limit, _restore_limit)

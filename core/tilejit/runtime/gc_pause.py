@@ -15,26 +15,19 @@ again, if it was enabled, when the last of them ends.
 from __future__ import annotations
 
 import gc
-import threading
-from contextlib import contextmanager
 
-_lock = threading.Lock()
-_active = 0
-_resume = False
+from tilejit.runtime.while_active import WhileAnyActive
 
 
-@contextmanager
-def cyclic_gc_paused():
-    global _active, _resume
-    with _lock:
-        if _active == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _active += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0 and _resume:
-                gc.enable()
+def _pause() -> bool:
+    enabled = gc.isenabled()
+    gc.disable()
+    return enabled
+
+
+def _resume(was_enabled: bool) -> None:
+    if was_enabled:
+        gc.enable()
+
+
+cyclic_gc_paused = WhileAnyActive(_pause, _resume)

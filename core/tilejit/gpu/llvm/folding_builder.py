@@ -97,33 +97,6 @@ class FoldingBuilder(llir.IRBuilder):
                 return llir.Constant(lhs.type, 0)
         return self._reuse((op, _key(lhs), _key(rhs)), lambda: make(lhs, rhs, name, flags))
 
-    def add(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("add", lhs, rhs, name, flags, super().add)
-
-    def sub(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("sub", lhs, rhs, name, flags, super().sub)
-
-    def mul(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("mul", lhs, rhs, name, flags, super().mul)
-
-    def and_(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("and", lhs, rhs, name, flags, super().and_)
-
-    def or_(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("or", lhs, rhs, name, flags, super().or_)
-
-    def xor(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("xor", lhs, rhs, name, flags, super().xor)
-
-    def shl(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("shl", lhs, rhs, name, flags, super().shl)
-
-    def lshr(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("lshr", lhs, rhs, name, flags, super().lshr)
-
-    def ashr(self, lhs, rhs, name="", flags=()):
-        return self._integer_binary("ashr", lhs, rhs, name, flags, super().ashr)
-
     def _icmp(self, prefix, cmpop, lhs, rhs, name):
         return self._reuse(("icmp", prefix, cmpop, _key(lhs), _key(rhs)),
                            lambda: super(FoldingBuilder, self)._icmp(prefix, cmpop, lhs, rhs, name))
@@ -162,3 +135,16 @@ class FoldingBuilder(llir.IRBuilder):
                None if source_etype is None else str(source_etype))
         return self._reuse(key, lambda: super(FoldingBuilder, self).gep(ptr, indices, inbounds, name,
                                                                         source_etype))
+
+
+def _integer_method(op: str, method: str):
+    """`FoldingBuilder.<method>`: llvmlite's integer op `op`, folded or reused where it can be."""
+    def build(self, lhs, rhs, name="", flags=()):
+        return self._integer_binary(op, lhs, rhs, name, flags, getattr(super(FoldingBuilder, self), method))
+    build.__name__ = build.__qualname__ = method
+    return build
+
+
+for _op in _BINARY_FOLDS:
+    _method = _op + "_" if _op in ("and", "or") else _op   # llvmlite's names: and_, or_
+    setattr(FoldingBuilder, _method, _integer_method(_op, _method))
