@@ -199,6 +199,18 @@ def w_batched_dot(k, quick):
     return run, check, 2 * count * size ** 3, "TFLOP/s", lambda: torch.bmm(a, b)
 
 
+def w_matmul_fp64(k, quick):
+    """fp64 2048^3 (1024^3 quick): DMMA on both compilers, 64x64x16 blocks, 4 warps."""
+    s, bm, bn, bk = (1024 if quick else 2048), 64, 64, 16
+    a = torch.randn(s, s, device="cuda", dtype=torch.float64)
+    b = torch.randn(s, s, device="cuda", dtype=torch.float64)
+    c = torch.empty_like(a)
+    run = lambda: k.matmul_fp64_kernel[(s // bm, s // bn)](a, b, c, s, s, s, BLOCK_M=bm, BLOCK_N=bn,  # noqa: E731
+                                                           BLOCK_K=bk, num_warps=4)
+    check = lambda: torch.testing.assert_close(c, a @ b, rtol=1e-9, atol=1e-9)  # noqa: E731
+    return run, check, 2 * s ** 3, "TFLOP/s", lambda: a @ b
+
+
 # -- small shapes: a few microseconds of work, where per-launch costs show --------------------------
 
 def w_softmax_small(k, quick):
@@ -270,7 +282,7 @@ MATMUL_SHAPES = [(256, 256, 256, "fp16"), (512, 512, 512, "fp16"), (1024, 1024, 
 
 WORKLOADS = {"add": w_add, "softmax": w_softmax, "layernorm": w_layernorm, "matmul": w_matmul,
              "attention": w_attention, "attention_masked": w_attention_masked,
-             "cumsum": w_cumsum, "scan_linrec": w_scan_linrec, "sort": w_sort, "batched_dot": w_batched_dot,
+             "cumsum": w_cumsum, "scan_linrec": w_scan_linrec, "sort": w_sort, "batched_dot": w_batched_dot, "matmul_fp64": w_matmul_fp64,
              "softmax_small": w_softmax_small, "softplus_small": w_softplus_small,
              "batchnorm_small": w_batchnorm_small}
 WORKLOADS.update({f"matmul_{M}x{N}x{K}_{dt}": _matmul_workload(M, N, K, dt) for M, N, K, dt in MATMUL_SHAPES})

@@ -250,3 +250,19 @@ def batched_dot_kernel(a_ptr, b_ptr, c_ptr, BATCH: tl.constexpr, M: tl.constexpr
     a = tl.load(a_ptr + bb * (M * K) + m * K + tl.arange(0, K)[None, None, :])
     b = tl.load(b_ptr + bb * (K * N) + tl.arange(0, K)[None, :, None] * N + n)
     tl.store(c_ptr + bb * (M * N) + m * N + n, tl.dot(a, b).to(c_ptr.dtype.element_ty))
+
+
+@triton.jit
+def matmul_fp64_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
+    """C = A @ B in fp64 for row-major A (M x K), B (K x N) and C, each a multiple of its block."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :])
+        b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :])
+        # Triton 3.6 asserts that the accumulator's type is out_dtype (default fp32) and refuses tf32
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float64)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc)
