@@ -243,3 +243,31 @@ def test_dot_batch_axes_must_match(device):
     with pytest.raises(tilejit.TritonError) as info:
         _dot_batch_mismatch_kernel[(1,)](device.zeros(1024, np.float16))
     assert "dot: batch dimensions differ: [2, 2] and [4, 1]" in str(info.value)
+
+
+@tilejit.jit
+def _fp64_matmul_loop(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float64)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
+        b = tl.load(b_ptr + (k0 + k)[:, None] * stride_bk + n[None, :] * stride_bn)
+        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float64)
+    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
+
+
+@pytest.mark.parametrize("k_major_b", [False, True])
+def test_fp64_matmul_loop(device, k_major_b):
+    """fp64 operands in a K loop: on sm_80+ DMMA (mma.m8n8k4.f64) reading cp.async-pipelined tiles
+    with plain shared loads (ldmatrix takes 16-bit elements only), B stored N- or K-major."""
+    BM, BN, BK, K = 64, 64, 16, 128
+    rs = np.random.RandomState(7)
+    a = rs.uniform(-1, 1, (BM, K))
+    b = rs.uniform(-1, 1, (K, BN))
+    b_arg = np.ascontiguousarray(b.T) if k_major_b else b
+    strides = (1, K) if k_major_b else (BN, 1)
+    out = device.zeros((BM, BN), np.float64)
+    _fp64_matmul_loop[(1,)](device.tensor(a), device.tensor(b_arg), out, K, *strides, BM=BM, BN=BN, BK=BK,
+                            num_warps=4)
+    np.testing.assert_allclose(device.numpy(out), a @ b, rtol=1e-12, atol=1e-12)

@@ -76,7 +76,7 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
 
 
 def element_bytes(load: ir.Operation) -> int:
-    return _WGMMA_ONLY_TYPES.get(str(ir.element_type(load.results[0].type)), 2)
+    return {**_WGMMA_ONLY_TYPES, "f64": 8}.get(str(ir.element_type(load.results[0].type)), 2)
 
 
 def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
@@ -102,7 +102,7 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     if not isinstance(ptr.type, ir.TensorType) or ir.is_block_ptr(ptr.type) or res.rank != 2:
         return False
     elem = str(ir.element_type(res))
-    if (elem not in ("f16", "bf16") and elem not in _WGMMA_ONLY_TYPES) or ptr.type.encoding is None:
+    if (elem not in ("f16", "bf16", "f64") and elem not in _WGMMA_ONLY_TYPES) or ptr.type.encoding is None:
         return False
     if len(load.operands) == 3 and not _is_zero_constant(load.operands[2]):
         return False
@@ -113,6 +113,8 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     enc = convert.results[0].type.encoding
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
         return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None
+    if elem == "f64":   # DMMA's operands: 16-byte copies in, plain shared loads out (no ldmatrix)
+        return inner is not None and vec == 2 and SwizzledTile(tuple(res.shape), inner, 8).fits()
     if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
         return False
     return plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None

@@ -145,6 +145,44 @@ class LazyDotOperand:
         return self.fetch(range(len(self.values)))
 
 
+class PlainDotOperand:
+    """An mma.sync operand in a swizzled shared tile read with plain shared loads, register by register
+    on demand (`fetch`, as `LazyDotOperand`): 64-bit elements, which ldmatrix does not take. Two
+    registers that sit next to each other in the tile for every thread, the first at an even offset,
+    are one 16-byte vector load."""
+
+    def __init__(self, lowering, tile: SwizzledTile, plan, dst_type, base_elems):
+        self.lowering, self.tile, self.dst_type, self.base_elems = lowering, tile, dst_type, base_elems
+        self.layout = lowering.layout(dst_type)
+        self.values = [None] * self.layout.num_registers
+        offsets = _tile_offsets(self.layout, tile, range(self.layout.num_registers))   # [W, L, R]
+        self._pairs = {r for r in range(0, self.layout.num_registers - 1)
+                       if (offsets[..., r + 1] - offsets[..., r] == 1).all() and not (offsets[..., r] % 2).any()}
+        self._coords = None
+
+    def fetch(self, registers):
+        low = self.lowering
+        if self._coords is None:
+            self._coords = low.element_coords(self.layout)
+        a = LLVMArith(low.b)
+        elem_ty = llvm_type(self.dst_type)
+        wanted = set(registers)
+        for r in sorted(wanted):
+            if self.values[r] is not None:
+                continue
+            ptr = low.smem_region_ptr(elem_ty, a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[r]))))
+            if r in self._pairs and self.values[r + 1] is None:
+                pair = low.b.load(ptr, typ=llir.VectorType(elem_ty, 2), align=2 * self.tile.elem_bytes)
+                self.values[r], self.values[r + 1] = (low.b.extract_element(pair, llir.Constant(I32, i))
+                                                      for i in (0, 1))
+            else:
+                self.values[r] = low.b.load(ptr, typ=elem_ty, align=self.tile.elem_bytes)
+        return self.values
+
+    def all_values(self):
+        return self.fetch(range(len(self.values)))
+
+
 def _read_group(self, tile, plan, group, elem_ty, base_elems, warp_part, out):
     a = LLVMArith(self.b)
     coords = plan.lane_coords(a, group, self.lane, warp_part)
@@ -235,9 +273,11 @@ class _Buffer:
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
-            self.tile = SwizzledTile(tuple(res_t.shape), inner)
-            self.plan = plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
-        if (self.plan is None and not wgmma) or self.vec * self.elem_bytes < 4:
+            self.tile = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes)
+            # 64-bit operands have no ldmatrix: the dot reads them with plain loads (`PlainDotOperand`)
+            self.plan = (plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
+                         if self.elem_bytes == 2 else None)
+        if (self.plan is None and not wgmma and self.elem_bytes != 8) or self.vec * self.elem_bytes < 4:
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
         self.nbytes = self.tile.nbytes * stages
@@ -302,18 +342,24 @@ def _async_wgmma_dots(body, wgmma_converts) -> dict:
     return found
 
 
-def _constant_tile_deltas(layout, tile, registers):
-    """{register: element offset in `tile` minus that of `registers[0]`} when that difference is the
-    same for every lane and warp (then the copies' shared addresses are one register plus constants),
-    else None. Checked by evaluating the tile's offset function for every thread, on NumPy arrays of
-    [warp, lane, register] coordinates: a layout's coordinates are the XOR of a register part, a
-    lane part and a warp part (one Python evaluation per element was 1,900 calls a compile)."""
+def _tile_offsets(layout, tile, registers):
+    """The element offsets in `tile` of `registers` of `layout` for every thread, a NumPy array
+    [warp, lane, register]: a layout's coordinates are the XOR of a register part, a lane part and a
+    warp part, so the tile's offset function runs once on arrays (one Python evaluation per element
+    was 1,900 calls a compile)."""
     import numpy as np
     regs = np.array([layout.coords(r, 0, 0) for r in registers], np.int64)            # [R, rank]
     lanes = np.array([layout.coords(0, lane, 0) for lane in range(layout.num_lanes)], np.int64)
     warps = np.array([layout.coords(0, 0, warp) for warp in range(layout.num_warps)], np.int64)
     coords = warps[:, None, None, :] ^ lanes[None, :, None, :] ^ regs[None, None, :, :]  # [W, L, R, rank]
-    offsets = tile.offset(IntArith(), tuple(coords[..., d] for d in range(layout.rank)))
+    return tile.offset(IntArith(), tuple(coords[..., d] for d in range(layout.rank)))
+
+
+def _constant_tile_deltas(layout, tile, registers):
+    """{register: element offset in `tile` minus that of `registers[0]`} when that difference is the
+    same for every lane and warp (then the copies' shared addresses are one register plus constants),
+    else None."""
+    offsets = _tile_offsets(layout, tile, registers)
     deltas = offsets - offsets[..., :1]
     if not (deltas == deltas[:1, :1]).all():
         return None
@@ -377,7 +423,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
     wgmma = _wgmma_converts(self, pipe)
-    if any(element_bytes(load) != 2 and id(conv) not in wgmma for load, conv in zip(pipe.loads, pipe.converts)):
+    if any(element_bytes(load) not in (2, 8) and id(conv) not in wgmma for load, conv in zip(pipe.loads, pipe.converts)):
         return False   # an fp8 / fp32 tile only wgmma's descriptors could read: the loop runs unpipelined
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
@@ -448,7 +494,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             continue
         if buf is not None:
             result = inner.results[0]
-            operand = LazyDotOperand(self, buf.tile, buf.plan, result.type, buf.stage_base(a, read_stage))
+            kind = LazyDotOperand if buf.plan is not None else PlainDotOperand
+            operand = kind(self, buf.tile, buf.plan, result.type, buf.stage_base(a, read_stage))
             if _feeds_only_dots(result):
                 self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
             else:
