@@ -172,15 +172,15 @@ def test_f16_accumulator_carried_through_a_k_loop(device):
 
 
 @tilejit.jit
-def _k_major_b_matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
-                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def _strided_b_matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ACC: tl.constexpr = tl.float32):
     """The tutorial matmul's loop with B read through its strides (K-major: stride_bk == 1)."""
     m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float32)
+    acc = tl.zeros((BM, BN), ACC)
     for k0 in range(0, K, BK):
         a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
         b = tl.load(b_ptr + (k0 + k)[:, None] * stride_bk + n[None, :] * stride_bn)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=ACC)
     tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
 
 
@@ -205,7 +205,7 @@ def test_k_major_matmul_loop_in_fp8_and_tf32(device, dtype):
         a_val, b_val = a_t.float().numpy(), b_t.float().numpy()
         a_arg, b_arg = device.tensor(a_t.view(torch.uint8).numpy()).view(fp8), device.tensor(b_t.view(torch.uint8).numpy()).view(fp8)
     out = device.zeros((BM, BN), np.float32)
-    _k_major_b_matmul[(1,)](a_arg, b_arg, out, K, 1, K, BM=BM, BN=BN, BK=BK, num_warps=4)
+    _strided_b_matmul[(1,)](a_arg, b_arg, out, K, 1, K, BM=BM, BN=BN, BK=BK, num_warps=4)
     expected = a_val.astype(np.float64) @ b_val.astype(np.float64).T
     # fp8 products are exact (the tensor cores' fp8 accumulation keeps about 14 mantissa bits);
     # tf32 rounds the inputs to 10-bit mantissas
@@ -245,18 +245,6 @@ def test_dot_batch_axes_must_match(device):
     assert "dot: batch dimensions differ: [2, 2] and [4, 1]" in str(info.value)
 
 
-@tilejit.jit
-def _fp64_matmul_loop(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
-                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), tl.float64)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
-        b = tl.load(b_ptr + (k0 + k)[:, None] * stride_bk + n[None, :] * stride_bn)
-        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float64)
-    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
-
-
 @pytest.mark.parametrize("k_major_b", [False, True])
 def test_fp64_matmul_loop(device, k_major_b):
     """fp64 operands in a K loop: on sm_80+ DMMA (mma.m8n8k4.f64) reading cp.async-pipelined tiles
@@ -268,6 +256,6 @@ def test_fp64_matmul_loop(device, k_major_b):
     b_arg = np.ascontiguousarray(b.T) if k_major_b else b
     strides = (1, K) if k_major_b else (BN, 1)
     out = device.zeros((BM, BN), np.float64)
-    _fp64_matmul_loop[(1,)](device.tensor(a), device.tensor(b_arg), out, K, *strides, BM=BM, BN=BN, BK=BK,
-                            num_warps=4)
+    _strided_b_matmul[(1,)](device.tensor(a), device.tensor(b_arg), out, K, *strides, BM=BM, BN=BN, BK=BK,
+                            ACC=tl.float64, num_warps=4)
     np.testing.assert_allclose(device.numpy(out), a @ b, rtol=1e-12, atol=1e-12)
