@@ -158,17 +158,6 @@ class PlainDotOperand:
         offsets = _tile_offsets(self.layout, tile, range(self.layout.num_registers))   # [W, L, R]
         self._pairs = {r for r in range(0, self.layout.num_registers - 1)
                        if (offsets[..., r + 1] - offsets[..., r] == 1).all() and not (offsets[..., r] % 2).any()}
-        # A register whose offset is a constant away from an earlier one's for every thread is read at
-        # that one's address plus the constant (an immediate of ld.shared), not at an address of its own.
-        self._leader, self._delta = {}, {}
-        for r in range(self.layout.num_registers):
-            self._leader[r], self._delta[r] = r, 0
-            for leader in sorted(set(self._leader.values()) - {r}):
-                delta = offsets[..., r] - offsets[..., leader]
-                if (delta == delta.flat[0]).all():
-                    self._leader[r], self._delta[r] = leader, int(delta.flat[0])
-                    break
-        self._address = {}
         self._coords = None
 
     def fetch(self, registers):
@@ -181,12 +170,7 @@ class PlainDotOperand:
         for r in sorted(wanted):
             if self.values[r] is not None:
                 continue
-            leader = self._leader[r]
-            if leader not in self._address:
-                self._address[leader] = a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[leader])))
-            ptr = low.smem_region_ptr(elem_ty, self._address[leader])
-            if self._delta[r]:
-                ptr = low.b.gep(ptr, [llir.Constant(I32, self._delta[r])], source_etype=elem_ty)
+            ptr = low.smem_region_ptr(elem_ty, a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[r]))))
             if r in self._pairs and self.values[r + 1] is None:
                 pair = low.b.load(ptr, typ=llir.VectorType(elem_ty, 2), align=2 * self.tile.elem_bytes)
                 self.values[r], self.values[r + 1] = (low.b.extract_element(pair, llir.Constant(I32, i))
