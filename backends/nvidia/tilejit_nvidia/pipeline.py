@@ -75,8 +75,11 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
     return user
 
 
+_ELEMENT_BYTES = {**_WGMMA_ONLY_TYPES, "f64": 8}   # 2 for every other pipelined type (f16, bf16)
+
+
 def element_bytes(load: ir.Operation) -> int:
-    return {**_WGMMA_ONLY_TYPES, "f64": 8}.get(str(ir.element_type(load.results[0].type)), 2)
+    return _ELEMENT_BYTES.get(str(ir.element_type(load.results[0].type)), 2)
 
 
 def copy_vector(analysis: AxisAnalysis, load: ir.Operation):

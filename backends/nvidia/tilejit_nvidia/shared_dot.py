@@ -151,7 +151,7 @@ class PlainDotOperand:
     registers that sit next to each other in the tile for every thread, the first at an even offset,
     are one 16-byte vector load."""
 
-    def __init__(self, lowering, tile: SwizzledTile, plan, dst_type, base_elems):
+    def __init__(self, lowering, tile: SwizzledTile, dst_type, base_elems):
         self.lowering, self.tile, self.dst_type, self.base_elems = lowering, tile, dst_type, base_elems
         self.layout = lowering.layout(dst_type)
         self.values = [None] * self.layout.num_registers
@@ -166,8 +166,7 @@ class PlainDotOperand:
             self._coords = low.element_coords(self.layout)
         a = LLVMArith(low.b)
         elem_ty = llvm_type(self.dst_type)
-        wanted = set(registers)
-        for r in sorted(wanted):
+        for r in sorted(set(registers)):
             if self.values[r] is not None:
                 continue
             ptr = low.smem_region_ptr(elem_ty, a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[r]))))
@@ -494,8 +493,9 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             continue
         if buf is not None:
             result = inner.results[0]
-            kind = LazyDotOperand if buf.plan is not None else PlainDotOperand
-            operand = kind(self, buf.tile, buf.plan, result.type, buf.stage_base(a, read_stage))
+            base = buf.stage_base(a, read_stage)
+            operand = (LazyDotOperand(self, buf.tile, buf.plan, result.type, base) if buf.plan is not None
+                       else PlainDotOperand(self, buf.tile, result.type, base))
             if _feeds_only_dots(result):
                 self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
             else:
