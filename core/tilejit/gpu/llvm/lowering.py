@@ -106,7 +106,9 @@ class FunctionLowering(TensorOps):
         # Where the scratch of conversions and reductions starts: after the ring buffers of the
         # pipelined loop being lowered (those stay live across the whole loop), else at 0.
         self.scratch_offset = 0
-        self._coord_cache: Dict[tuple, list] = {}
+        # Thread-index arithmetic (per layout), emitted once in the entry block: see `_in_prologue`.
+        self._prologue_values: Dict[tuple, object] = {}
+        self.prologue: llir.Block = None
         self.b: llir.IRBuilder = None
 
     # --- entry ---------------------------------------------------------------------------------
@@ -124,9 +126,16 @@ class FunctionLowering(TensorOps):
         ws_bits = self.warp_size.bit_length() - 1
         self.lane = self.b.and_(tid, llir.Constant(I32, self.warp_size - 1), name="lane")
         self.warp = self.isa.warp_uniform(self.b, self.b.lshr(tid, llir.Constant(I32, ws_bits), name="warp"))
+        # The entry block stays open while the body is lowered, so that thread-index values land
+        # at its end (see `_in_prologue`); its branch to the body comes last.
+        self.prologue = self.b.block
+        body = fn.append_basic_block("body")
+        self.b.position_at_end(body)
         self.lower_block(entry)
         if not self.b.block.is_terminated:
             self.b.ret_void()
+        self.b.position_at_end(self.prologue)
+        self.b.branch(body)
         return fn
 
     # --- values --------------------------------------------------------------------------------
@@ -157,6 +166,27 @@ class FunctionLowering(TensorOps):
         return llir.Constant(ty, float(value))
 
     # --- index math ----------------------------------------------------------------------------
+    def _in_prologue(self, key, compute):
+        """`compute()`, emitted once at the end of the entry block and reused by every later caller
+        (appended, so the builder's same-block reuse works there too). What it computes from the
+        thread's lane and warp alone is the same everywhere and the entry block dominates every use:
+        one copy instead of one per block that needs it (the builder reuses within a block only),
+        which LLVM would otherwise parse, combine and hoist out of loops itself. The bench layer
+        norm (three loops): 474 -> 418 lines of IR, 33 -> 24 ms in LLVM (CPU), 472 -> 456 SASS
+        instructions."""
+        found = self._prologue_values.get(key)
+        if found is None:
+            b = self.b
+            if b.block is self.prologue:   # called from another prologue computation
+                found = compute()
+            else:   # at the end of the entry block, then back to the exact insertion point
+                block, anchor = b.block, b._anchor
+                b.position_at_end(self.prologue)
+                found = compute()
+                b._block, b._anchor = block, anchor
+            self._prologue_values[key] = found
+        return found
+
     def _bit_combination(self, bases, index_value, dim):
         """XOR of the `dim` components of the bases selected by the bits of `index_value` (i32)."""
         acc = None
@@ -170,6 +200,9 @@ class FunctionLowering(TensorOps):
 
     def thread_base(self, layout: LinearLayout):
         """Per dim, the coordinate offset the thread's lane and warp contribute."""
+        return self._in_prologue(("thread_base", layout), lambda: self._thread_base(layout))
+
+    def _thread_base(self, layout: LinearLayout):
         out = []
         for d in range(layout.rank):
             lane_part = self._bit_combination(layout.lanes, self.lane, d)
@@ -178,13 +211,20 @@ class FunctionLowering(TensorOps):
         return out
 
     def element_coords(self, layout: LinearLayout):
-        """coords[r][d]: i32 coordinate along d of register r (register offsets XOR thread base)."""
+        """coords[r][d]: i32 coordinate along d of register r (register offsets XOR thread base).
+        The XORs are emitted where they are used, not in the prologue: LLVM then sees each
+        coordinate as the thread base plus a constant in the block of the address arithmetic, and
+        folds the constant into the access's immediate offset (the bench softmax: 296 SASS
+        instructions and 30 registers, against 304 and 32 with the XORs in the entry block)."""
         base = self.thread_base(layout)
         return [[self.b.xor(base[d], llir.Constant(I32, off[d])) if off[d] else base[d]
                  for d in range(layout.rank)] for off in layout.register_offsets()]
 
     def is_owner(self, layout: LinearLayout):
         """i1: this thread holds the canonical copy of its elements (replicas skip side effects)."""
+        return self._in_prologue(("is_owner", layout), lambda: self._is_owner(layout))
+
+    def _is_owner(self, layout: LinearLayout):
         cond = llir.Constant(llir.IntType(1), 1)
         for bases, idx in ((layout.lanes, self.lane), (layout.warps, self.warp)):
             for bit, basis in enumerate(bases):
