@@ -13,7 +13,7 @@ import pytest
 import tilejit
 import tilejit.language as tl
 from tilejit.gpu.llvm import lowering
-from tilejit.gpu.llvm.folding_builder import FoldingBuilder
+from tilejit.gpu.llvm.folding_builder import FoldingBuilder, appending_to
 
 OPS = ("add", "sub", "mul", "and_", "or_", "xor", "shl", "lshr", "ashr")
 WIDTHS = (1, 8, 32, 64)
@@ -130,6 +130,25 @@ def test_reuse_is_limited_to_one_block_and_to_appending():
     assert b.add(x, y) is not first                               # another block: not dominated
     b.position_before(first)
     assert b.add(x, y) is not first                               # not appending: emitted again
+
+
+def test_appending_to_another_block_returns_to_the_exact_insertion_point():
+    fn, x, y, _ = _function_with_args()
+    entry, body = fn.append_basic_block("entry"), fn.append_basic_block("body")
+    b = llir.IRBuilder(body)
+    first = b.add(x, y)
+    with appending_to(b, entry):
+        hoisted = b.mul(x, y)
+        with appending_to(b, entry):          # nested, into the block being appended to
+            inner = b.sub(x, y)
+        after_inner = b.xor(hoisted, inner)   # still after what the nested use appended
+    last = b.or_(first, after_inner)
+    assert entry.instructions == [hoisted, inner, after_inner] and body.instructions == [first, last]
+    b.position_before(first)                  # not at the end: back to the same index
+    with appending_to(b, entry):
+        b.and_(x, y)
+    before = b.shl(x, y)
+    assert body.instructions == [before, first, last]
 
 
 @tilejit.jit

@@ -19,6 +19,8 @@ Two rules, both local to what the builder sees:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import llvmlite.ir as llir
 
 _BINARY_FOLDS = {
@@ -148,3 +150,22 @@ def _integer_method(op: str, method: str):
 for _op in _BINARY_FOLDS:
     _method = _op + "_" if _op in ("and", "or") else _op   # llvmlite's names: and_, or_
     setattr(FoldingBuilder, _method, _integer_method(_op, _method))
+
+
+@contextmanager
+def appending_to(builder: llir.IRBuilder, block: llir.Block):
+    """Let `builder` append to the end of `block` for a while, then put it back at its exact
+    insertion point: the end of its block if it was there (also when that is `block`, which has
+    grown meanwhile), else the same instruction index. llvmlite's `goto_block` returns to the end of
+    the previous block instead, and inserts before a terminator rather than after the last
+    instruction."""
+    old_block, anchor = builder.block, builder._anchor
+    at_end = anchor == len(old_block.instructions)
+    builder.position_at_end(block)
+    try:
+        yield
+    finally:
+        if at_end:
+            builder.position_at_end(old_block)
+        else:
+            builder._block, builder._anchor = old_block, anchor

@@ -18,7 +18,7 @@ from ..isa import I32
 from ..target import TargetDescription
 from ..linear_layout import LinearLayout
 from .float_formats import constant_bits
-from .folding_builder import FoldingBuilder
+from .folding_builder import FoldingBuilder, appending_to
 from .scalar_ops import ScalarLowering, is_storage_float, llvm_type
 from .tensor_ops import TensorOps
 
@@ -176,15 +176,8 @@ class FunctionLowering(TensorOps):
         instructions."""
         found = self._prologue_values.get(key)
         if found is None:
-            b = self.b
-            if b.block is self.prologue:   # called from another prologue computation
-                found = compute()
-            else:   # at the end of the entry block, then back to the exact insertion point
-                block, anchor = b.block, b._anchor
-                b.position_at_end(self.prologue)
-                found = compute()
-                b._block, b._anchor = block, anchor
-            self._prologue_values[key] = found
+            with appending_to(self.b, self.prologue):
+                found = self._prologue_values[key] = compute()
         return found
 
     def _bit_combination(self, bases, index_value, dim):
