@@ -458,7 +458,9 @@ class FunctionLowering(TensorOps):
 def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fusion: bool = True) -> tuple:
     """TTGIR module -> (LLVM IR text, metadata). The kernel is the module's first function;
     `fp_fusion` lets float add/sub/mul contract into fma (the `enable_fp_fusion` option)."""
-    module = llir.Module(name="tilejit")
+    # Its own context: the identified types a backend names belong to this module alone (llvmlite's
+    # global context would print every earlier module's types too).
+    module = llir.Module(name="tilejit", context=llir.Context())
     module.triple = isa.triple
     module.data_layout = isa.data_layout
     kernel = ttgir.functions[0] if ttgir.functions else None
