@@ -1,6 +1,6 @@
 """fp64 `tl.dot`: fp64 operands accumulate in fp64 whatever `out_dtype` says (Triton's semantic.dot;
 Triton's test_dot3d passes out_dtype=tl.float32 with fp64 inputs), lowered to DMMA (`mma.m8n8k4`,
-as Triton) on NVIDIA sm_80+ where the tile is mma.sync's, else to a chain of fp64 FMAs per output
+or `mma.m16n8k16.f64` on sm_90+, as Triton) on NVIDIA sm_80+ where the tile is mma.sync's, else to a chain of fp64 FMAs per output
 element (AMD; tiles below 16 x 8), and compiled through to the binary (ptxas's cubin, ld.lld's hsaco). The shapes
 are those of Triton's test_dot3d (batched, BLOCK_M = BLOCK_N = 32) and test_dot (8x8x16, one warp).
 The numerics are checked on the interpreter in tests/language/test_lang_dot.py."""
@@ -80,26 +80,34 @@ def test_batched_fp64_dot_compiles_to_fp64_fmas(target, warp_size, binary, B, wa
     _check(kernel, binary, B * 32 * 32 // (warps * warp_size), K)
 
 
-DMMA = "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"
+# DMMA per arch, and how many of them one 16 x 8 tile takes per K16 block: eight m8n8k4s on sm_80,
+# one m16n8k16 on sm_90 (as Triton there).
+DMMA = {80: ("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8),
+        90: ("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", 1)}
 
 
 @needs_ptxas
+@pytest.mark.parametrize("arch", sorted(DMMA))
 @pytest.mark.parametrize("B,warps,K", [(1, 1, 64), (2, 16, 64), (8, 16, 32), (8, 2, 32)])
-def test_nvidia_batched_fp64_dot_uses_dmma(B, warps, K):
+def test_nvidia_batched_fp64_dot_uses_dmma(B, warps, K, arch):
     """Every warp along the batch (replicated where B < warps); per batch 2 x 4 tiles of 16 x 8 and,
-    per K16 block, eight m8n8k4s a tile."""
-    ptx = _compile_3d("cuda:90", B, warps, K).asm["ptx"]
+    per K16 block and tile, the arch's DMMAs."""
+    ptx = _compile_3d(f"cuda:{arch}", B, warps, K).asm["ptx"]
     batches_per_warp = max(B // warps, 1)
-    assert ptx.count(DMMA) == batches_per_warp * 8 * (K // 16) * 8
-    assert "fma.rn.f64" not in ptx
+    instruction, per_tile = DMMA[arch]
+    assert ptx.count(instruction) == batches_per_warp * 8 * (K // 16) * per_tile
+    other_arch = 80 if arch == 90 else 90
+    assert "fma.rn.f64" not in ptx and DMMA[other_arch][0] not in ptx
 
 
 @needs_ptxas
-def test_nvidia_2d_fp64_dot_uses_dmma():
-    kernel = _compile_2d("cuda:90", 32, 32, 32, 4)
+@pytest.mark.parametrize("arch", sorted(DMMA))
+def test_nvidia_2d_fp64_dot_uses_dmma(arch):
+    kernel = _compile_2d(f"cuda:{arch}", 32, 32, 32, 4)
     ptx = kernel.asm["ptx"]
     # 4 warps as 2 x 2 over the 32 x 32 tile: a 16 x 16 block each, 2 tiles, 2 K16 blocks
-    assert ptx.count(DMMA) == 2 * 2 * 8 and "fma.rn.f64" not in ptx
+    instruction, per_tile = DMMA[arch]
+    assert ptx.count(instruction) == 2 * 2 * per_tile and "fma.rn.f64" not in ptx
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
 
 

@@ -21,7 +21,7 @@ from toolchain_paths import needs_ptxas, ptxas
 def _ptx_a(form, g, t, i):
     if form == "f64":    # m8n8k4: a0 (g, t); word i is the instruction for rows 8i..8i+7
         return g + 8 * i, t
-    if form == "tf32":   # m16n8k8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
+    if form in ("tf32", "f64_sm90"):   # m16n8k8 tf32 / m16n8k16 f64: a0 (g, t), a1 (g+8, t), a2 (g, t+4), ...
         return g + 8 * (i % 2), t + 4 * (i // 2)
     if form == "s8":     # m16n8k32: a0..a3 row g, a4..a7 g+8, a8..a15 the same 16 columns on
         return g + 8 * ((i // 4) % 2), 4 * t + i % 4 + 16 * (i // 8)
@@ -29,7 +29,7 @@ def _ptx_a(form, g, t, i):
 
 
 def _ptx_b(form, g, t, i):
-    if form in ("tf32", "f64"):
+    if form in ("tf32", "f64", "f64_sm90"):
         return t + 4 * i, g
     if form == "s8":
         return 4 * t + i % 4 + 16 * (i // 4), g

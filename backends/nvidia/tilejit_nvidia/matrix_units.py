@@ -39,7 +39,8 @@ def mma_sync_kind(dot: DotSite) -> Optional[str]:
     - "tf32": f32 operands with inputPrecision tf32, f32 accumulator, two m16n8k8 per K16 step;
     - "s8": i8 operands, i32 accumulator, m16n8k32 (K a multiple of 32);
     - "fp8": e4m3/e5m2 operands (mixed too), f32 or f16 accumulator: upcast to f16 (exactly), m16n8k16;
-    - "f64": fp64 operands and accumulator, m8n8k4 (DMMA, as Triton), eight per m16n8 tile and K16 step.
+    - "f64": fp64 operands and accumulator, DMMA as Triton: eight m8n8k4 per m16n8 tile and K16 step,
+      one m16n8k16 on sm_90 and later (`mma_sync._lower_mma` picks it by arch).
     M, N multiples of 16 and 8 for all; 2-D dots, or 3-D (batched) ones, each batch its own mma.sync tiles."""
     M, N, K = dot.shape
     if dot.rank not in (2, 3) or M % 16 or N % 8:

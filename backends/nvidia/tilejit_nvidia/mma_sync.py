@@ -1,5 +1,6 @@
 """`tt.dot` with an `#ttg.nvidia_mma` result: mma.sync (version 2, and version 3 when B did not stay
-in shared memory; m16n8k16 f16/bf16/fp8-as-f16, m16n8k8 tf32, m16n8k32 s8: `MMA_FORMS`), or wgmma
+in shared memory; m16n8k16 f16/bf16/fp8-as-f16, m16n8k8 tf32, m16n8k32 s8, m8n8k4 f64 and on sm_90
+m16n8k16 f64: `MMA_FORMS`), or wgmma
 (`wgmma.py`) when the pipeline left the operands in shared memory. `NvidiaISA.dot_lowerings` hands `lower_nvidia_dot` to the core's `tt.dot` lowering.
 
 Operands are read by coordinates: a register's offset (its coordinates minus the thread's lane and
@@ -13,6 +14,8 @@ import llvmlite.ir as llir
 from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import I32, call_intrinsic
+
+from .inline_ptx import inline_ptx
 
 
 def lower_nvidia_dot(self, op):
@@ -62,6 +65,15 @@ MMA_FORMS = {
 # covering the K16 block once (another lane-independent renaming of K).
 _DMMA = "llvm.nvvm.mma.m8n8k4.row.col.f64"
 MMA_FORMS["f64"] = (16, [(_DMMA, [[(0, p)], [(8, p)]], [[(p, 0)]]) for p in _P])
+# fp64 on sm_90 and later: one `mma.m16n8k16.f64` (DMMA.16x8x16, as Triton there) does the work of
+# the eight m8n8k4 above. Lane (g, t) gives a_i = A[g + 8(i % 2)][t + 4(i // 2)] and b_i =
+# B[t + 4i][g] and holds D in `_C_FRAGMENT`'s places (PTX ISA; CuTe's SM90_16x8x16_F64 traits).
+# Logical k = t + 4j is physical 2t + _P[j], one lane-independent renaming for A and B. Inline PTX:
+# LLVM 22's NVPTX has no intrinsic for the sm_90 f64 shapes.
+_DMMA_16816 = "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"
+MMA_FORMS["f64_sm90"] = (16, [(_DMMA_16816, [[(8 * (i % 2), _P[i // 2])] for i in range(8)],
+                               [[(p, 0)] for p in _P])])
+_F64_QUAD = llir.LiteralStructType([llir.DoubleType()] * 4)
 _F64_PAIR = llir.LiteralStructType([llir.DoubleType()] * 2)
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
 H2 = llir.VectorType(llir.HalfType(), 2)
@@ -116,7 +128,7 @@ def _pack(self, values, form, elems):
     b = self.b
     if form == "tf32":
         return b.bitcast(values[0], I32)   # the hardware ignores the low 13 mantissa bits
-    if form == "f64":
+    if form in ("f64", "f64_sm90"):
         return values[0]
     if form == "s8":
         word = b.zext(values[0], I32)
@@ -146,6 +158,8 @@ def _fp8_to_f16(b, code, name):
 def _lower_mma(self, op):
     a, b, c = op.operands
     form = mma_form(op)
+    if form == "f64" and self.isa.arch >= 90:
+        form = "f64_sm90"
     a_elem, b_elem = (str(ir.element_type(v.type)) for v in (a, b))
     k_step, calls = MMA_FORMS[form]
     lazy_a, lazy_b = self.lazy_operands.get(id(a)), self.lazy_operands.get(id(b))
@@ -186,6 +200,9 @@ def _lower_mma(self, op):
                         _pack(self, [b_vals[b_at[batch + (k0 + dk, n0 + dn)]] for dk, dn in reg], form,
                               [b_elem] * len(reg))
                         for reg in b_regs]
+                if form == "f64_sm90":
+                    accs[tile] = _dmma_16816(self.b, packed_a[a_key], packed_b[b_key], accs[tile])
+                    continue
                 if form == "f64":   # rows 0-7, then 8-15 (see `MMA_FORMS["f64"]`)
                     acc = accs[tile]
                     for half in (0, 1):
@@ -206,3 +223,11 @@ def _lower_mma(self, op):
             out[c_at[tile[:-2] + (tile[-2] + dm, tile[-1] + dn)]] = v
     self.set(op.result, out)
 
+
+def _dmma_16816(builder, a_words, b_words, acc) -> list:
+    """D = A B + C with `mma.m16n8k16.f64` (see `MMA_FORMS["f64_sm90"]`): 8 A, 4 B and 4 C doubles."""
+    operands = list(a_words) + list(b_words) + list(acc)
+    text = (f"{_DMMA_16816} {{$0, $1, $2, $3}}, {{{', '.join(f'${i}' for i in range(4, 12))}}}, "
+            f"{{{', '.join(f'${i}' for i in range(12, 16))}}}, {{{', '.join(f'${i}' for i in range(16, 20))}}};")
+    result = inline_ptx(builder, _F64_QUAD, text, ",".join(["=d"] * 4 + ["d"] * 16), operands, side_effect=False)
+    return [builder.extract_value(result, j) for j in range(4)]
