@@ -272,6 +272,12 @@ class _Buffer:
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
+            if self.elem_bytes == 8 and enc.op_idx == 0 and inner == 1 and self_.isa.arch >= 90:
+                # fp64 A for sm_90's m16n8k16: kept M-contiguous (one 8-byte cp.async an element, as
+                # Triton), so that no two doubles a lane reads are neighbours. Two K-neighbours were
+                # read as one 16-byte load and then moved apart into the instruction's A tuple
+                # (rows g and g + 8 at each k): 32 moves a k-step on the 32x32 warp tile.
+                inner, self.vec = 0, 1
             self.tile = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes)
             # 64-bit operands have no ldmatrix: the dot reads them with plain loads (`PlainDotOperand`)
             self.plan = (plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
