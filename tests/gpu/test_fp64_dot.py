@@ -5,7 +5,9 @@ element (AMD; tiles below 16 x 8), and compiled through to the binary (ptxas's c
 are those of Triton's test_dot3d (batched, BLOCK_M = BLOCK_N = 32) and test_dot (8x8x16, one warp).
 The numerics are checked on the interpreter in tests/language/test_lang_dot.py."""
 import collections
+import os
 import re
+import sys
 
 import pytest
 
@@ -13,6 +15,8 @@ import tilejit
 import tilejit.language as tl
 from tilejit.frontend.source import ASTSource
 from toolchain_paths import needs_lld, needs_ptxas
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 
 D16 = [["tt.divisibility", 16]]
 
@@ -118,25 +122,16 @@ def test_small_fp64_dot_compiles_to_fp64_fmas(target, warp_size, binary):   # te
     _check(kernel, binary, None, 16)
 
 
-@tilejit.jit
-def _fp64_matmul_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float64)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + m[:, None] * K + (k0 + k)[None, :])
-        b = tl.load(b_ptr + (k0 + k)[:, None] * BN + n[None, :])
-        acc = tl.dot(a, b, acc, input_precision="ieee", out_dtype=tl.float64)
-    tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
-
-
 @needs_ptxas
 @pytest.mark.parametrize("arch", sorted(DMMA))
 def test_pipelined_fp64_operand_copies(arch):
     """The K loop's tiles arrive by cp.async. On sm_90 A's tile is kept M-contiguous (8-byte copies)
     so that the m16n8k16's A doubles are single shared loads straight into its register tuple; B, and
     both tiles on sm_80, are copied 16 bytes at a time."""
-    sig = {"a_ptr": "*fp64", "b_ptr": "*fp64", "c_ptr": "*fp64", "K": "i32"}
-    src = ASTSource(_fp64_matmul_loop, sig, {"BM": 64, "BN": 64, "BK": 16}, {(i,): D16 for i in range(4)})
+    from common import load_kernels   # bench/kernels.py's fp64 matmul, as bench/gpu.py times it
+    sig = {"a_ptr": "*fp64", "b_ptr": "*fp64", "c_ptr": "*fp64", "M": "i32", "N": "i32", "K": "i32"}
+    consts = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}
+    src = ASTSource(load_kernels("tilejit").matmul_fp64_kernel, sig, consts, {(i,): D16 for i in range(6)})
     ptx = tilejit.compile(src, target=f"cuda:{arch}", options={"num_warps": 4, "num_stages": 3}).asm["ptx"]
     sizes = collections.Counter(re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (\d+)", ptx))
     assert sizes["16"] > 0 and (sizes["8"] > 0) == (arch == 90), sizes
