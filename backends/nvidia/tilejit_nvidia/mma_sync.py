@@ -73,6 +73,10 @@ MMA_FORMS["f64"] = (16, [(_DMMA, [[(0, p)], [(8, p)]], [[(p, 0)]]) for p in _P])
 _DMMA_16816 = "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"
 MMA_FORMS["f64_sm90"] = (16, [(_DMMA_16816, [[(8 * (i % 2), _P[i // 2])] for i in range(8)],
                                [[(p, 0)] for p in _P])])
+# Its inline PTX: D ($0-$3), A ($4-$11), B ($12-$15), C ($16-$19), all f64 registers.
+_DMMA_16816_TEXT = (f"{_DMMA_16816} {{$0, $1, $2, $3}}, {{{', '.join(f'${i}' for i in range(4, 12))}}}, "
+                    f"{{{', '.join(f'${i}' for i in range(12, 16))}}}, {{{', '.join(f'${i}' for i in range(16, 20))}}};")
+_DMMA_16816_CONSTRAINTS = ",".join(["=d"] * 4 + ["d"] * 16)
 _F64_QUAD = llir.LiteralStructType([llir.DoubleType()] * 4)
 _F64_PAIR = llir.LiteralStructType([llir.DoubleType()] * 2)
 _C_FRAGMENT = [(0, 0), (0, 1), (8, 0), (8, 1)]
@@ -99,7 +103,13 @@ _A_FRAGMENT = [off for reg in _F16_CALL[1] for off in reg]
 _FP8 = ("f8E4M3FN", "f8E5M2")
 
 
-def mma_form(op) -> str:
+def f64_form(arch: int) -> str:
+    """The `MMA_FORMS` key of an fp64 dot on `sm_<arch>`: m16n8k16 from sm_90, else m8n8k4. The
+    pipeline lays out the A tile for it (`shared_dot._Buffer`)."""
+    return "f64_sm90" if arch >= 90 else "f64"
+
+
+def mma_form(op, arch: int) -> str:
     """The `MMA_FORMS` key of a dot that accelerate-matmul gave an mma layout (`mma_sync_kind`)."""
     a, b = (str(ir.element_type(v.type)) for v in op.operands[:2])
     if a in _FP8 and b in _FP8:
@@ -108,7 +118,9 @@ def mma_form(op) -> str:
         return "tf32"
     if a == "i8":
         return "s8"
-    if a in ("f16", "bf16", "f64"):
+    if a == "f64":
+        return f64_form(arch)
+    if a in ("f16", "bf16"):
         return a
     raise CompilationError.at(op.loc, f"mma.sync lowering takes f16/bf16/fp8/tf32/s8/f64 operands, not {a}")
 
@@ -157,9 +169,7 @@ def _fp8_to_f16(b, code, name):
 
 def _lower_mma(self, op):
     a, b, c = op.operands
-    form = mma_form(op)
-    if form == "f64" and self.isa.arch >= 90:
-        form = "f64_sm90"
+    form = mma_form(op, self.isa.arch)
     a_elem, b_elem = (str(ir.element_type(v.type)) for v in (a, b))
     k_step, calls = MMA_FORMS[form]
     lazy_a, lazy_b = self.lazy_operands.get(id(a)), self.lazy_operands.get(id(b))
@@ -227,7 +237,5 @@ def _lower_mma(self, op):
 def _dmma_16816(builder, a_words, b_words, acc) -> list:
     """D = A B + C with `mma.m16n8k16.f64` (see `MMA_FORMS["f64_sm90"]`): 8 A, 4 B and 4 C doubles."""
     operands = list(a_words) + list(b_words) + list(acc)
-    text = (f"{_DMMA_16816} {{$0, $1, $2, $3}}, {{{', '.join(f'${i}' for i in range(4, 12))}}}, "
-            f"{{{', '.join(f'${i}' for i in range(12, 16))}}}, {{{', '.join(f'${i}' for i in range(16, 20))}}};")
-    result = inline_ptx(builder, _F64_QUAD, text, ",".join(["=d"] * 4 + ["d"] * 16), operands, side_effect=False)
+    result = inline_ptx(builder, _F64_QUAD, _DMMA_16816_TEXT, _DMMA_16816_CONSTRAINTS, operands, side_effect=False)
     return [builder.extract_value(result, j) for j in range(4)]

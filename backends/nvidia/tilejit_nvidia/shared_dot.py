@@ -29,6 +29,7 @@ from tilejit.gpu.isa import I32
 from tilejit.gpu.llvm.convert import _run_length
 from tilejit.gpu.llvm.scalar_ops import llvm_type
 
+from .mma_sync import f64_form
 from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_copy
 from .shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 
@@ -272,7 +273,7 @@ class _Buffer:
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
-            if self.elem_bytes == 8 and enc.op_idx == 0 and inner == 1 and self_.isa.arch >= 90:
+            if self.elem_bytes == 8 and enc.op_idx == 0 and inner == 1 and f64_form(self_.isa.arch) == "f64_sm90":
                 # fp64 A for sm_90's m16n8k16: kept M-contiguous (one 8-byte cp.async an element, as
                 # Triton), so that no two doubles a lane reads are neighbours. Two K-neighbours were
                 # read as one 16-byte load and then moved apart into the instruction's A tuple
