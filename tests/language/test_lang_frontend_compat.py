@@ -319,3 +319,54 @@ def test_shape_compares_equal_to_a_list(device):
     z = device.zeros(2, np.int32)
     _join_scalars[(1,)](device.tensor(np.array([42], np.int32)), device.tensor(np.array([100], np.int32)), z)
     np.testing.assert_array_equal(device.numpy(z), [42, 100])
+
+
+# -- a tensor given to a called function's `tl.constexpr` parameter is a runtime value -----------------
+@tilejit.jit
+def _split_program_id(X: tl.constexpr, Y: tl.constexpr = None):
+    pid = tl.program_id(0).to(tl.int64)
+    if Y is None:
+        return pid % X, pid // X
+    else:
+        return pid % X, (pid // X) % Y, pid // (X * Y)
+
+
+@tilejit.jit
+def _split_by_cdiv(out_ptr, K: tl.constexpr, BK: tl.constexpr):
+    # tl.cdiv is a @jit function: its result is a tensor even for constexpr arguments (Triton's too),
+    # and a called function with `X: tl.constexpr` takes it as a runtime value (fla's pattern).
+    a, b, c = _split_program_id(tl.cdiv(K, BK), 2)
+    tl.store(out_ptr + tl.program_id(0) * 3 + tl.arange(0, 1), a + tl.zeros([1], tl.int64))
+    tl.store(out_ptr + tl.program_id(0) * 3 + 1 + tl.arange(0, 1), b + tl.zeros([1], tl.int64))
+    tl.store(out_ptr + tl.program_id(0) * 3 + 2 + tl.arange(0, 1), c + tl.zeros([1], tl.int64))
+
+
+def test_tensor_argument_to_a_constexpr_parameter_of_a_called_function(device):
+    out = device.zeros(3 * 12, np.int64)
+    _split_by_cdiv[(12,)](out, 10, 4)   # X = cdiv(10, 4) = 3, Y = 2
+    pid = np.arange(12)
+    want = np.stack([pid % 3, (pid // 3) % 2, pid // 6], axis=1).reshape(-1)
+    np.testing.assert_array_equal(device.numpy(out), want)
+
+
+# -- Triton names that kernel libraries use from `tl.core` -------------------------------------------
+@tilejit.jit
+def _flip_sign_bits(x_ptr, out_ptr, DESCENDING: tl.constexpr = tl.core.CONSTEXPR_0):
+    offs = tl.arange(0, 4)
+    x = tl.load(x_ptr + offs)
+    idtype = tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    tl.static_assert(idtype == tl.int16)
+    bits = x.to(idtype, bitcast=True)
+    if DESCENDING:
+        bits = ~bits
+    tl.store(out_ptr + offs, (bits ^ -32768).to(x.dtype, bitcast=True))   # 0x8000: the sign bit
+
+
+def test_core_constexpr_0_and_get_int_dtype(device):
+    x = np.array([1.5, -2.0, 0.0, 65504.0], np.float16)
+    out = device.zeros(4, np.float16)
+    _flip_sign_bits[(1,)](device.tensor(x), out)
+    np.testing.assert_array_equal(device.numpy(out), -x)
+    assert tl.core.get_int_dtype(64, False) == tl.uint64 and tl.core.get_int_dtype(1, True) == tl.int1
+    with pytest.raises(ValueError):
+        tl.core.get_int_dtype(12, True)

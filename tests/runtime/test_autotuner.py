@@ -123,6 +123,56 @@ def test_reset_to_zero_and_restore_value(fake, monkeypatch):
     assert (x == 1).all() and (y == 8).all()
 
 
+def test_subclass_replacing_the_hooks_as_tritons_autotuner_allows(fake, monkeypatch):
+    """fla's CachedAutotuner subclasses Triton's Autotuner: it reads `user_defined_pre_hook` /
+    `user_defined_post_hook` and installs its own `pre_hook` / `post_hook` attributes, which the
+    timing loop must then call (here: hooks that skip None arguments)."""
+    import fakes
+    from tilejit.runtime.autotuner import Autotuner
+
+    def accumulate(self, grid, args, stream):
+        args[0][...] += 1
+
+    monkeypatch.setattr(fakes.FakeLauncher, "launch", accumulate)
+    calls = []
+
+    class NoneSafeAutotuner(Autotuner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            assert self.user_defined_pre_hook is False and self.user_defined_post_hook is False
+            if not self.user_defined_pre_hook and (self.reset_to_zero or self.restore_value):
+                def _pre_hook(kw, reset_only=False):
+                    calls.append(("pre", reset_only))
+                    for name in self.reset_to_zero:
+                        if kw[name] is not None:
+                            kw[name][...] = 0
+                    if not reset_only:
+                        self.restore_copies = {n: kw[n].copy() for n in self.restore_value if kw[n] is not None}
+                self.pre_hook = _pre_hook
+            if not self.user_defined_post_hook and self.restore_value:
+                def _post_hook(kw, exception):
+                    calls.append(("post", exception))
+                    for name, saved in self.restore_copies.items():
+                        kw[name][...] = saved
+                    self.restore_copies = {}
+                self.post_hook = _post_hook
+
+    def timer(fn, quantiles=None, **kwargs):
+        fn()
+        return [1.0] * len(quantiles)
+
+    @jit
+    def kernel(x_ptr, y_ptr, BLOCK: constexpr):
+        pass
+
+    tuned = NoneSafeAutotuner(kernel, kernel.arg_names, [Config({"BLOCK": 32}), Config({"BLOCK": 64})], [],
+                              reset_to_zero=["y_ptr"], restore_value=["x_ptr"], do_bench=timer)
+    x = np.full(4, 5.0, np.float32)
+    tuned[(1,)](x, None)   # y_ptr is None: the subclass's hooks skip it
+    assert calls == [("pre", False), ("post", None), ("pre", False), ("post", None), ("pre", True)]
+    assert (x == 6).all()   # restored after each timed run, then the real run adds 1
+
+
 def test_conflicting_meta_parameter_is_an_error(fake):
     tuned, _ = make_kernel(fake)
     with pytest.raises(ValueError, match="conflicting meta-parameters BLOCK"):

@@ -578,8 +578,14 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if isinstance(fn, type) and issubclass(fn, (tl.dtype, tl.constexpr)):
             return wrap(fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()}))
         name = getattr(fn, "__name__", type(fn).__name__)
-        raise TypeError(f"cannot call '{name}' from a @jit function: it is not a @jit function or a "
-                        "tilejit.language builtin (decorate it with @tilejit.jit)")
+        if callable(fn) and not any(_contains_tensor(unwrap(a)) for a in list(args) + list(kwargs.values())):
+            # As Triton's code generator does, a plain Python function runs at compile time on
+            # compile-time values (`tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, ...)`).
+            values = [_compile_time_value(a) for a in args]
+            named = {k: _compile_time_value(v) for k, v in kwargs.items()}
+            return _wrap_python_result(fn(*values, **named))
+        raise TypeError(f"cannot call '{name}' from a @jit function on a tensor: it is not a @jit function or "
+                        "a tilejit.language builtin (decorate it with @tilejit.jit)")
 
     def call_constexpr_function(self, fn, args, kwargs):
         """`@constexpr_function` (e.g. `triton.cdiv`): evaluated now on the compile-time values of its
@@ -591,9 +597,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                 raise TypeError(f"{fn.__name__}() is a constexpr_function: its arguments must be compile-time "
                                 "values, got a tensor (as in Triton, a name assigned a Python number in a "
                                 "kernel holds a tensor; `name: tl.constexpr = ...` keeps a constant)")
-        result = fn.fn(*values, **named)
-        return tuple(wrap(v) for v in result) if isinstance(result, tuple) and not tuple_fields(result) \
-            else wrap(result)
+        return _wrap_python_result(fn.fn(*values, **named))
 
     def build_named_tuple(self, cls, args, kwargs):
         """`Point(x=a, y=b)` inside a kernel: the arguments bound as the class binds them (defaults
@@ -620,9 +624,10 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         for param in fn.params:
             value = bound.arguments[param.name]
             raw = unwrap(value)
-            if param.is_constexpr or not _contains_tensor(raw):
-                if is_tensor(raw) or _contains_tensor(raw):
-                    raise TypeError(f"{fn.__name__}(): constexpr parameter '{param.name}' was given a tensor")
+            # A `tl.constexpr` annotation on a called function's parameter does not make a tensor
+            # argument compile-time: as in Triton, the callee then receives it as a runtime value
+            # (fla passes `tl.cdiv(K, BK)`, a tensor, to `unflatten_program_id(X: tl.constexpr)`).
+            if not _contains_tensor(raw):
                 bindings[param.name] = wrap(raw) if not isinstance(raw, tuple) else raw
                 key_parts.append(type_key(raw))
                 continue
@@ -753,6 +758,11 @@ def _hashable(v) -> bool:
 
 def _is_count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _wrap_python_result(result):
+    """What a Python function run at compile time returned, as frontend values."""
+    return tuple(wrap(v) for v in result) if isinstance(result, tuple) and not tuple_fields(result) else wrap(result)
 
 
 def _compile_time_value(v):

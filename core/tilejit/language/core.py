@@ -432,6 +432,19 @@ float32 = dtype("fp32")
 float64 = dtype("fp64")
 pi32_t = pointer_type(int32)
 
+# Triton's default for `descending` arguments (`tl.core.CONSTEXPR_0`), which kernel libraries reuse.
+CONSTEXPR_0 = constexpr(0)
+
+
+def get_int_dtype(bitwidth: int, signed: bool) -> dtype:
+    """The integer dtype of `bitwidth` bits (1, 8, 16, 32 or 64), e.g. to bitcast a float of that width."""
+    bitwidth, signed = _unwrap_if_constexpr(bitwidth), _unwrap_if_constexpr(signed)
+    if bitwidth == 1:
+        return int1
+    if bitwidth not in (8, 16, 32, 64):
+        raise ValueError(f"get_int_dtype: no integer type of {bitwidth} bits")
+    return dtype(f"{'' if signed else 'u'}int{bitwidth}")
+
 _SIGNATURE_NAMES = {
     "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64, "u1": int1, "u8": uint8,
     "u16": uint16, "u32": uint32, "u64": uint64, "fp8e4nv": float8e4nv, "fp8e5": float8e5,

@@ -131,6 +131,10 @@ class Autotuner(KernelInterface):
         self.restore_value = list(restore_value or ())
         self.user_pre_hook = pre_hook
         self.user_post_hook = post_hook
+        # Triton's names, read by libraries that subclass the autotuner (fla's CachedAutotuner installs
+        # its own `pre_hook` / `post_hook` attributes when these are false).
+        self.user_defined_pre_hook = bool(pre_hook)
+        self.user_defined_post_hook = bool(post_hook)
         prune_configs_by = dict(prune_configs_by or {})
         unknown = set(prune_configs_by) - {"perf_model", "top_k", "early_config_prune"}
         if unknown:
@@ -149,7 +153,7 @@ class Autotuner(KernelInterface):
         self.configs_timings = None
         self.bench_time = None
         self.nargs = None
-        self._restore_copies: dict = {}
+        self.restore_copies: dict = {}
         self.config_errors: list = []  # (config, exception) of the configs skipped at the last tuning
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.base_fn = fn  # the Python function under any stack of decorators (Triton's attribute)
@@ -178,14 +182,14 @@ class Autotuner(KernelInterface):
         for name in self.reset_to_zero:
             _zero(nargs[name])
         if not reset_only:
-            self._restore_copies = {name: _snapshot(nargs[name]) for name in self.restore_value}
+            self.restore_copies = {name: _snapshot(nargs[name]) for name in self.restore_value}
         if self.user_pre_hook is not None and not reset_only:
             self.user_pre_hook(nargs)
 
     def post_hook(self, nargs: dict, exception=None) -> None:
-        for name, saved in self._restore_copies.items():
+        for name, saved in self.restore_copies.items():
             _restore(nargs[name], saved)
-        self._restore_copies = {}
+        self.restore_copies = {}
         if self.user_post_hook is not None:
             self.user_post_hook(nargs, exception)
 
