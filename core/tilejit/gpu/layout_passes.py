@@ -310,6 +310,8 @@ class _PropagateDotLayouts(_Layouts):
 
 
 class _AssignLayouts(_Layouts):
+    _source_memo: dict
+
     def seed_wants(self) -> None:
         """The wishes the earlier passes' decisions imply, as they stood before the walks: a pointer
         carried by a loop lives in its access's layout, a loop-carried accumulator enters the loop in
@@ -336,6 +338,13 @@ class _AssignLayouts(_Layouts):
         if id(v) in self.fixed:
             return self.fixed[id(v)]
         enc = self.flowing.get(id(v)) or self.wanted.get(id(v))
+        if enc is None and v.type.rank >= 2:
+            # Nobody asked (a dot operand's chain: the dot takes any layout through a conversion). A
+            # value computed elementwise from loads that agree on a layout stays in theirs, so the
+            # other operands come to it: fla's `b_v * exp2(g_last - g)[:, None]` converted the loaded
+            # [64, 32] tile every iteration into the default layout of the [64] gate vector.
+            source = self._source_layout(v, self._source_memo)
+            enc = source if isinstance(source, BlockedEncoding) else None
         if enc is None or enc.rank != v.type.rank:
             enc = self.layout_for(v.type)
         self.fixed[id(v)] = enc
@@ -423,8 +432,8 @@ class _AssignLayouts(_Layouts):
 
     def _source_layout(self, v: ir.Value, memo: dict, depth: int = 0):
         """The layout of the loads that `v` is computed from by elementwise ops alone: a decided
-        layout, `_NEUTRAL` (only constants, splats and ranges, free in any layout) or None (no
-        single one: layouts disagree, or `v` depends on something else)."""
+        layout, `_NEUTRAL` (only constants, splats, ranges and broadcasts, whose smaller sources
+        follow) or None (no single one: layouts disagree, or `v` depends on something else)."""
         key = id(v)
         if key in memo:
             return memo[key]
@@ -435,8 +444,11 @@ class _AssignLayouts(_Layouts):
             result = _NEUTRAL
         elif key in self.fixed:
             result = self.fixed[key] if isinstance(op, ir.Operation) and op.name == "tt.load" else None
+        elif isinstance(op, ir.Operation) and op.name == "tt.load":
+            result = self.access_layouts.get(id(op))   # its coalesced layout, before the walk reaches it
         elif isinstance(op, ir.Operation) and depth < 64:
-            if op.name in ("arith.constant", "tt.splat", "tt.make_range"):
+            if op.name in ("arith.constant", "tt.splat", "tt.make_range", "tt.broadcast"):
+                # a broadcast is as cheap in any layout: its smaller source follows
                 result = _NEUTRAL
             elif ir.op_info(op.name).elementwise and not op.regions:
                 found = {_NEUTRAL}
@@ -527,6 +539,7 @@ class _AssignLayouts(_Layouts):
             op.set_operand(idx, conv.result)
 
     def run(self) -> None:
+        self._source_memo = {}
         self.seed_wants()
         entry = self.func.regions[0].blocks[0]
         self.backward(entry)
