@@ -118,3 +118,37 @@ def test_attention_chains_dots_with_warps_along_m_and_hoists_q():
     wgmmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
     assert len(wgmmas) == 16 and "mma.sync" not in ptx
     assert all(re.search(r"\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, [01];", line) for line in wgmmas)
+
+
+def _chain_kernel(name):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+    import dot_kernels
+    return getattr(dot_kernels, name)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_a_tile_computed_on_before_its_dot_is_pipelined_and_read_back(arch):
+    """fla's `b_v * exp(g)[:, None]` before `tl.dot(b_k, b_v, h)`: the v tile is copied with cp.async
+    like k and read back in its own layout (plain vector shared loads), not loaded into registers
+    every iteration; the gate vector takes the tile's layout (no conversion of the tile before the
+    multiply, which wrote it to shared memory one half at a time)."""
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "g_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    src = ASTSource(_chain_kernel("gated_state_kernel"), sig, {"K": 32, "V": 64, "BT": 32},
+                    {(i,): D16 for i in range(4)})
+    ck = tilejit.compile(src, target=GPUTarget.parse(f"cuda:{arch}"), options={"num_warps": 4, "num_stages": 3})
+    assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 2
+    ptx = ck.asm["ptx"]
+    tile_loads = [line for line in ptx.splitlines() if "ld.global" in line and ".v" in line]
+    assert not tile_loads                       # both tiles arrive by cp.async (g is a scalar load)
+    assert "ld.shared.v4.b32" in ptx or "ld.shared.v2.b32" in ptx    # v read back in its layout
+    assert "st.shared.b16" not in ptx           # no element-by-element conversion of the tile
+
+
+def test_tiles_feeding_two_dots_loaded_and_transposed_are_pipelined():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "s_ptr": "*fp32", "u_ptr": "*fp32", "N": "i32",
+           "BM": "constexpr", "BN": "constexpr"}
+    src = ASTSource(_chain_kernel("two_dots_kernel"), sig, {"BM": 32, "BN": 32}, {(i,): D16 for i in range(5)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4, "num_stages": 3})
+    assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 2
+    assert not [line for line in ck.asm["ptx"].splitlines() if "ld.global" in line]

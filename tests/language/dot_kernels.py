@@ -37,3 +37,39 @@ def multi_batch_dot(a_ptr, b_ptr, c_ptr, out_ptr, BATCH: tl.constexpr, M: tl.con
         c = tl.dot(a, b)
     tl.static_assert(len(c.shape) == nb + 2)
     tl.store(out_ptr + tl.arange(0, size * M * N), c.reshape(size * M * N))
+
+
+@tilejit.jit
+def gated_state_kernel(k_ptr, v_ptr, g_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """fla's chunked state: h = h * decay + k^T (v * exp(g)), the gated v tile computed before its dot."""
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)   # [K, BT]
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)   # [BT, V]
+        b_g = tl.load(g_ptr + o_t, mask=m_t, other=0.0)
+        h = h * 0.5
+        b_v = (b_v * tl.exp(b_g)[:, None]).to(b_v.dtype)
+        h = tl.dot(b_k, b_v, h)
+    tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)
+
+
+@tilejit.jit
+def two_dots_kernel(a_ptr, b_ptr, s_ptr, u_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
+    """s = a b^T and u = a^T b over column blocks: each loaded tile feeds one dot as loaded, one transposed."""
+    o_m = tl.arange(0, BM)
+    s = tl.zeros([BM, BM], dtype=tl.float32)
+    u = tl.zeros([BN, BN], dtype=tl.float32)
+    for j in range(tl.cdiv(N, BN)):
+        o_n = j * BN + tl.arange(0, BN)
+        m = o_n[None, :] < N
+        a = tl.load(a_ptr + o_m[:, None] * N + o_n[None, :], mask=m, other=0.0)   # [BM, BN]
+        b = tl.load(b_ptr + o_m[:, None] * N + o_n[None, :], mask=m, other=0.0)
+        s = tl.dot(a, tl.trans(b), s)      # a as loaded, b transposed
+        u = tl.dot(tl.trans(a), b, u)      # a transposed, b as loaded
+    tl.store(s_ptr + o_m[:, None] * BM + o_m[None, :], s)
+    o_n = tl.arange(0, BN)
+    tl.store(u_ptr + o_n[:, None] * BN + o_n[None, :], u)

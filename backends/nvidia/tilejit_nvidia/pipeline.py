@@ -3,7 +3,8 @@ wgmma dots; the NVIDIA backend appends it to the core's TTGIR passes in `add_sta
 
 A load is pipelined when it is a 16-bit 2-D `tt.load` in an `scf.for` body whose only user is a
 `ttg.convert_layout` to an mma.sync dot-operand layout that `ldmatrix` can produce (or an fp8 / fp32
-operand of a wgmma dot, read K-major by descriptors: no ldmatrix), its `other` is
+operand of a wgmma dot, read K-major by descriptors: no ldmatrix; or a 16-bit tile that reaches
+such conversions through elementwise ops only, read back in its own layout), its `other` is
 zero (or absent: `cp.async` zero-fills), its rows are vectors of at least 4 bytes, and its address
 and mask are computed from the induction variable, loop-carried values advanced by pure ops, and
 values defined before the loop (the *address slice*). The pass only marks: the load gets
@@ -75,6 +76,34 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
     return user
 
 
+def feeds_dot_through_elementwise(load: ir.Operation) -> bool:
+    """Whether the load's tile only flows, through elementwise ops, transpositions and layout
+    conversions in the loop body (fla's `b_v * exp2(g_last - g)[:, None]`, a dequantisation's
+    `.to(tl.float16) * scale`, a tile that is both `b_v` and `tl.trans(b_v)` of two dots), into
+    conversions to mma.sync dot operands, at least one. Such a load is pipelined too and read back
+    from its buffer in its own layout (Triton pipelines every load that feeds a dot)."""
+    seen, work, found = set(), [load.results[0]], False
+    while work:
+        value = work.pop()
+        for user, _ in value.uses:
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if user.parent is not load.parent or not user.results:
+                return False
+            enc = user.results[0].type.encoding if isinstance(user.results[0].type, ir.TensorType) else None
+            if user.name == "ttg.convert_layout" and isinstance(enc, DotOperandEncoding):
+                if not isinstance(enc.parent, NvidiaMmaEncoding):
+                    return False
+                found = True
+                continue
+            if (not isinstance(user.results[0].type, ir.TensorType) or user.regions
+                    or not (ir.op_info(user.name).elementwise or user.name in ("ttg.convert_layout", "tt.trans"))):
+                return False
+            work.extend(user.results)
+    return found
+
+
 _ELEMENT_BYTES = {**_WGMMA_ONLY_TYPES, "f64": 8}   # 2 for every other pipelined type (f16, bf16)
 
 
@@ -110,9 +139,10 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     if len(load.operands) == 3 and not _is_zero_constant(load.operands[2]):
         return False
     convert = _dot_operand_convert(load)
-    if convert is None:
-        return False
     inner, vec = copy_vector(analysis, load)
+    if convert is None:   # read back in its own layout, then computed on (`feeds_dot_through_elementwise`)
+        return (elem in ("f16", "bf16") and inner is not None and vec >= 2
+                and SwizzledTile(tuple(res.shape), inner).fits() and feeds_dot_through_elementwise(load))
     enc = convert.results[0].type.encoding
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
         return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None

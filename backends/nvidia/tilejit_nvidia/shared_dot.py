@@ -7,7 +7,9 @@
   `cp.async`, and iteration i waits for its own group (`cp.async.wait_group S-2`), passes one barrier
   (every warp is done with the buffer about to be overwritten), starts the copies of iteration
   i+S-1 from the *lookahead* address values (the loads' address slice lowered S-1 iterations ahead),
-  then reads its buffer with `ldmatrix` and runs the rest of the body. When both operands of a
+  then reads its buffer with `ldmatrix` and runs the rest of the body (a tile that reaches its dot
+  through elementwise ops is read back with plain shared loads in the load's own layout, each
+  thread the vectors it copied, and converted after them). When both operands of a
   version-3 (wgmma) dot are pipelined, their buffers are `WgmmaTile`s (1024-byte aligned, 128B
   swizzle) and the dot reads them through descriptors (`wgmma.py`) instead of ldmatrix.
 
@@ -267,9 +269,14 @@ class _Buffer:
         res_t = load.results[0].type
         inner, self.vec = copy_vector(self_.analysis, load)
         self.elem_bytes = element_bytes(load)
-        enc = convert.results[0].type.encoding
         self.wgmma = wgmma
-        if wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
+        # No dot-operand conversion of its own: the tile is read back in the load's layout, each
+        # thread the vectors it copied (`read_back`), and computed on before its conversion.
+        self.read_back = convert is None
+        enc = None if self.read_back else convert.results[0].type.encoding
+        if self.read_back:
+            self.tile, self.plan = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes), None
+        elif wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
@@ -283,7 +290,8 @@ class _Buffer:
             # 64-bit operands have no ldmatrix: the dot reads them with plain loads (`PlainDotOperand`)
             self.plan = (plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
                          if self.elem_bytes == 2 else None)
-        if (self.plan is None and not wgmma and self.elem_bytes != 8) or self.vec * self.elem_bytes < 4:
+        if ((self.plan is None and not wgmma and self.elem_bytes != 8 and not self.read_back)
+                or self.vec * self.elem_bytes < 4):
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
         self.nbytes = self.tile.nbytes * stages
@@ -304,7 +312,8 @@ def _wgmma_converts(self, pipe):
     through descriptors: B when it is pipelined, feeds only dots and fits the 128B-swizzled tile;
     A too when the same holds for it (else the dot reads A from registers)."""
     from .layouts import NvidiaMmaEncoding
-    by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)}
+    by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)
+                 if conv is not None}
 
     def fitting(value):
         pair = by_result.get(id(value))
@@ -414,6 +423,30 @@ def _issue_copies(self, pipe, buffers, stage, valid):
     self.isa.async_commit(self.b)
 
 
+def _read_back(self, buf, stage):
+    """The registers of a pipelined load that has no dot-operand conversion of its own, read from its
+    buffer of `stage` in the load's layout: every thread reads the vectors it copied."""
+    a = LLVMArith(self.b)
+    layout = self.layout(buf.load.results[0].type)
+    coords = self.element_coords(layout)
+    elem_ty = llvm_type(buf.load.results[0].type)
+    base = buf.stage_base(a, stage)
+    values = [None] * len(layout.register_offsets())
+    first_offset = None
+    for r0 in buf.copy_registers:
+        if buf.copy_deltas is None:
+            offset = a.add(base, buf.tile.offset(a, coords[r0]))
+        else:
+            if first_offset is None:
+                first_offset = a.add(base, buf.tile.offset(a, coords[buf.copy_registers[0]]))
+            offset = a.add(first_offset, buf.copy_deltas[r0])
+        ptr = self.smem_region_ptr(elem_ty, a.value(offset))
+        vector = self.b.load(ptr, typ=llir.VectorType(elem_ty, buf.vec), align=buf.vec * buf.elem_bytes)
+        for i in range(buf.vec):
+            values[r0 + i] = self.b.extract_element(vector, llir.Constant(I32, i))
+    return values
+
+
 def _next_stage(self, stage, stages):
     plus = self.b.add(stage, llir.Constant(I32, 1))
     wrap = self.b.icmp_unsigned("==", plus, llir.Constant(I32, stages))
@@ -445,7 +478,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
     inits = [self.get(v) for v in op.operand_group("inits")]
-    convert_of = {id(buf.convert): buf for buf in buffers}
+    convert_of = {id(buf.convert): buf for buf in buffers if not buf.read_back}
+    read_back_of = {id(buf.load): buf for buf in buffers if buf.read_back}
 
     def bind(iv, args):
         self.set(body.args[0], [iv])
@@ -489,6 +523,9 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     bind(iv_phi, {k: carried[k] for k in range(len(carried))})
     a = LLVMArith(self.b)
     for inner in body.ops[:-1]:
+        if id(inner) in read_back_of:
+            self.set(inner.results[0], _read_back(self, read_back_of[id(inner)], read_stage))
+            continue
         if id(inner) in pipe.main_skip:
             continue
         buf = convert_of.get(id(inner))

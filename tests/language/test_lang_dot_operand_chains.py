@@ -1,0 +1,52 @@
+"""Dot operands loaded in a loop and computed on before the dot: a tile scaled by a per-row gate
+(fla's chunked state `h = h * decay + k^T (v * exp(g))`), and tiles that feed two dots, once as
+loaded and once transposed (fla's backward `dot(do, trans(v))` next to `dot(v, dh)`). On sm_80+
+these loads are pipelined and read back from shared memory in their own layout
+(tests/gpu/test_gpu_pipeline.py checks that); here the results are checked on every backend, with
+sequence lengths that leave the last chunk partly masked."""
+import numpy as np
+import pytest
+
+from dot_kernels import gated_state_kernel, two_dots_kernel
+
+RNG = np.random.default_rng(29)
+
+
+def gated_state_reference(k, v, g, bt):
+    T = k.shape[0]
+    h = np.zeros((k.shape[1], v.shape[1]))
+    for start in range(0, T, bt):
+        kc, vc, gc = k[start:start + bt], v[start:start + bt], g[start:start + bt]
+        scaled = (vc.astype(np.float32) * np.exp(gc.astype(np.float32))[:, None]).astype(v.dtype)
+        h = h * 0.5 + kc.astype(np.float64).T @ scaled.astype(np.float64)
+    return h
+
+
+@pytest.mark.parametrize("T", [128, 100])
+def test_gated_state(device, T):
+    K, V, BT = 32, 64, 32
+    k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
+    v = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
+    g = RNG.uniform(-0.5, 0.0, T).astype(np.float32)
+    out = device.zeros((K, V), np.float32)
+    gated_state_kernel[(1,)](device.tensor(k), device.tensor(v), device.tensor(g), out, T, K=K, V=V, BT=BT)
+    np.testing.assert_allclose(device.numpy(out), gated_state_reference(k, v, g, BT), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("N", [128, 100])
+def test_a_tile_feeding_two_dots_loaded_and_transposed(device, N):
+    BM, BN = 32, 32
+    a = RNG.uniform(-1, 1, (BM, N)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (BM, N)).astype(np.float16)
+    s = device.zeros((BM, BM), np.float32)
+    u = device.zeros((BN, BN), np.float32)
+    two_dots_kernel[(1,)](device.tensor(a), device.tensor(b), s, u, N, BM=BM, BN=BN)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want_u = np.zeros((BN, BN))
+    for start in range(0, N, BN):
+        pa, pb = np.zeros((BM, BN)), np.zeros((BM, BN))
+        pa[:, :min(BN, N - start)] = a64[:, start:start + BN]
+        pb[:, :min(BN, N - start)] = b64[:, start:start + BN]
+        want_u += pa.T @ pb
+    np.testing.assert_allclose(device.numpy(s), a64 @ b64.T, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(device.numpy(u), want_u, rtol=2e-3, atol=2e-3)
