@@ -463,7 +463,7 @@ def main(argv=None) -> int:
         row = f"{case.name:28}"
         results = [run_case(case, lib, inputs, args.device, reps) for lib in libs]
         timed = [(i, r) for i, r in enumerate(results) if "timers" in r]
-        for kind in ("fwd", "fwdbwd"):
+        for kind in ("fwd", "fwdbwd") if timed else ():   # nothing to time when every implementation failed
             got = time_interleaved({i: r["timers"][kind] for i, r in timed}, args.device, reps)
             for i, r in timed:
                 r[kind] = got[i]
