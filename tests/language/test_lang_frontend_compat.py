@@ -370,3 +370,28 @@ def test_core_constexpr_0_and_get_int_dtype(device):
     assert tl.core.get_int_dtype(64, False) == tl.uint64 and tl.core.get_int_dtype(1, True) == tl.int1
     with pytest.raises(ValueError):
         tl.core.get_int_dtype(12, True)
+
+
+# -- plain Python helpers: run while compiling on compile-time values ---------------------------------
+def _block_for(n):
+    return 16 if n <= 16 else 32
+
+
+def _zeros_without_jit():
+    return tl.zeros([16], tl.float32)
+
+
+@tilejit.jit
+def _plain_helper_kernel(out_ptr, N: tl.constexpr, BROKEN: tl.constexpr):
+    BLOCK: tl.constexpr = _block_for(N)
+    offs = tl.arange(0, BLOCK)
+    z = _zeros_without_jit() if BROKEN else tl.zeros([BLOCK], tl.float32)
+    tl.store(out_ptr + offs, z + BLOCK, mask=offs < N)
+
+
+def test_plain_python_helpers_run_at_compile_time(device):
+    out = device.zeros(20, np.float32)
+    _plain_helper_kernel[(1,)](out, N=20, BROKEN=False)
+    np.testing.assert_array_equal(device.numpy(out), np.full(20, 32.0, np.float32))
+    with pytest.raises(tilejit.CompilationError, match=r"'_zeros_without_jit' is not a @jit function.*@tilejit.jit"):
+        _plain_helper_kernel[(1,)](out, N=16, BROKEN=True)

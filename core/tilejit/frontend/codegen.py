@@ -583,7 +583,12 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             # compile-time values (`tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, ...)`).
             values = [_compile_time_value(a) for a in args]
             named = {k: _compile_time_value(v) for k, v in kwargs.items()}
-            return _wrap_python_result(fn(*values, **named))
+            try:
+                result = fn(*values, **named)
+            except Exception as exc:  # noqa: BLE001 - re-raised with what the call was
+                raise TypeError(f"'{name}' is not a @jit function, so it ran as plain Python while compiling, "
+                                f"and failed: {exc} (decorate it with @tilejit.jit if it builds tensors)") from exc
+            return _wrap_python_result(result)
         raise TypeError(f"cannot call '{name}' from a @jit function on a tensor: it is not a @jit function or "
                         "a tilejit.language builtin (decorate it with @tilejit.jit)")
 
