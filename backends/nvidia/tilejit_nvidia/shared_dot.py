@@ -306,6 +306,22 @@ class _Buffer:
         eb = self.elem_bytes
         return a.add(self.base_bytes // eb, a.mul(stage, self.tile.nbytes // eb))
 
+    def vector_offsets(self, a, stage, coords):
+        """`offset_of(r0)`: the element offset in the buffer of `stage` of the vector that starts at
+        register r0 of the load's layout (`coords`), where its copy writes it and its read-back reads
+        it. With constant deltas one offset is computed and the others are a constant away
+        (immediate address offsets)."""
+        base = self.stage_base(a, stage)
+        first = []
+
+        def offset_of(r0):
+            if self.copy_deltas is None:
+                return a.add(base, self.tile.offset(a, coords[r0]))
+            if not first:
+                first.append(a.add(base, self.tile.offset(a, coords[self.copy_registers[0]])))
+            return a.add(first[0], self.copy_deltas[r0])
+        return offset_of
+
 
 def _wgmma_converts(self, pipe):
     """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory
@@ -395,26 +411,17 @@ def _issue_copies(self, pipe, buffers, stage, valid):
         masks = self.get(load.operands[1]) if len(load.operands) > 1 else None
         elem_ty = llvm_type(load.results[0].type)
         nbytes = buf.vec * buf.elem_bytes
-        coords = self.element_coords(layout)
-        base = buf.stage_base(a, stage)
+        offset_of = buf.vector_offsets(a, stage, self.element_coords(layout))
         replicated = any(not any(b) for b in list(layout.lanes) + list(layout.warps))
         owner = self.is_owner(layout) if replicated else None
         offsets = layout.register_offsets()
-        firsts, deltas = buf.copy_registers, buf.copy_deltas
-        first_offset = None
         seen = set()
-        for r0 in firsts:
+        for r0 in buf.copy_registers:
             if offsets[r0] in seen:
                 continue
             seen.add(offsets[r0])
             pred = valid if masks is None else self.b.and_(valid, masks[r0])
-            if deltas is None:
-                offset = a.add(base, buf.tile.offset(a, coords[r0]))
-            else:   # one offset computed, the others a constant away (immediate address offsets)
-                if first_offset is None:
-                    first_offset = a.add(base, buf.tile.offset(a, coords[firsts[0]]))
-                offset = a.add(first_offset, deltas[r0])
-            dst = self.smem_region_ptr(elem_ty, a.value(offset))
+            dst = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)))
             copy = lambda dst=dst, src=ptrs[r0], pred=pred: self.isa.async_copy(self.b, dst, src, nbytes, pred)  # noqa
             if owner is None:
                 copy()
@@ -428,19 +435,11 @@ def _read_back(self, buf, stage):
     buffer of `stage` in the load's layout: every thread reads the vectors it copied."""
     a = LLVMArith(self.b)
     layout = self.layout(buf.load.results[0].type)
-    coords = self.element_coords(layout)
+    offset_of = buf.vector_offsets(a, stage, self.element_coords(layout))
     elem_ty = llvm_type(buf.load.results[0].type)
-    base = buf.stage_base(a, stage)
     values = [None] * len(layout.register_offsets())
-    first_offset = None
     for r0 in buf.copy_registers:
-        if buf.copy_deltas is None:
-            offset = a.add(base, buf.tile.offset(a, coords[r0]))
-        else:
-            if first_offset is None:
-                first_offset = a.add(base, buf.tile.offset(a, coords[buf.copy_registers[0]]))
-            offset = a.add(first_offset, buf.copy_deltas[r0])
-        ptr = self.smem_region_ptr(elem_ty, a.value(offset))
+        ptr = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)))
         vector = self.b.load(ptr, typ=llir.VectorType(elem_ty, buf.vec), align=buf.vec * buf.elem_bytes)
         for i in range(buf.vec):
             values[r0 + i] = self.b.extract_element(vector, llir.Constant(I32, i))
