@@ -55,16 +55,23 @@ def _scaled_mx(a_ptr, a_scale_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.conste
 
 @needs_ptxas
 def test_dot_scaled_takes_the_f16_and_bf16_mma_on_cuda():
-    """What Triton's test_scaled_dot asserts in the PTX on sm_90: an f32.f16.f16 / f32.bf16.bf16 mma."""
+    """What Triton's test_scaled_dot asserts in the PTX on sm_90: an f32.f16.f16 / f32.bf16.bf16 mma.sync
+    or wgmma (these dots are outside loops: wgmma, B staged in shared memory by the dot)."""
     kernel = _compile_scaled("cuda:90")
     ptx = kernel.asm["ptx"]
-    assert set(re.findall(r"mma\.sync[\w.]*", ptx)) == {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"}
+    assert _mma_kinds(ptx) == {"f16"}
     assert "fma.rn.f32" not in ptx
     assert kernel.asm["cubin"][:4] == b"\x7fELF"
     src = ASTSource(_scaled_mx, {"a_ptr": "*u8", "a_scale_ptr": "*u8", "b_ptr": "*u8", "out_ptr": "*fp32"},
                     {"M": 64, "N": 64, "K": 64}, {(i,): D16 for i in range(4)})
     ptx = tilejit.compile(src, target="cuda:90", options={"num_warps": 4}).asm["ptx"]
-    assert set(re.findall(r"mma\.sync[\w.]*", ptx)) == {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
+    assert _mma_kinds(ptx) == {"bf16"}
+
+
+def _mma_kinds(ptx):
+    """The operand types of the f32-accumulating f16/bf16 matrix instructions in `ptx`."""
+    forms = r"(?:mma\.sync\.aligned\.m16n8k16\.row\.col|wgmma\.mma_async\.sync\.aligned\.m64n\d+k16)"
+    return set(re.findall(forms + r"\.f32\.(b?f16)\.\1", ptx))
 
 
 @tilejit.jit

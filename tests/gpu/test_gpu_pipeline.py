@@ -152,3 +152,28 @@ def test_tiles_feeding_two_dots_loaded_and_transposed_are_pipelined():
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4, "num_stages": 3})
     assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 2
     assert not [line for line in ck.asm["ptx"].splitlines() if "ld.global" in line]
+
+
+@pytest.mark.parametrize("V", [64, 128])
+def test_fla_backward_chunk_runs_every_dot_on_wgmma_with_operands_in_shared_memory(V):
+    """fla's dq/dk chunk on sm_90 (Triton keeps all five dots on wgmma, every loaded operand in shared
+    memory). With two V blocks the loop is pipelined and v and do, each read by two dots (v once
+    transposed), are read in place through descriptors; with one block the loop is straight-line code
+    (a loop of one iteration is its body) and the tiles are staged by stores and a proxy fence. The
+    dots after the loop take the loop's accumulators as they are (warps along M): no ldmatrix, no
+    mma.sync, and no accumulator goes through shared memory."""
+    sig = {name: "*fp16" for name in ("q_ptr", "k_ptr", "v_ptr", "do_ptr", "h_ptr", "dh_ptr")}
+    sig.update({"dq_ptr": "*fp32", "dk_ptr": "*fp32", "T": "i32"})
+    sig.update({name: "constexpr" for name in ("V", "BT", "K", "BV")})
+    src = ASTSource(_chain_kernel("chunk_dq_dk_kernel"), sig, {"V": V, "BT": 64, "K": 64, "BV": 64},
+                    {(i,): D16 for i in range(8)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 4, "num_stages": 2})
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    assert ttgir.count("scf.for") == (1 if V == 128 else 0)
+    assert ttgir.count(f"{PIPELINED} = true") == (4 if V == 128 else 0)
+    wgmma_blocks = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16", ptx)
+    assert len(wgmma_blocks) == 5 * 4          # five dots of four k-steps each
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert "fence.proxy.async.shared::cta" in ptx   # the tiles the dots after the loop read
+    assert not [line for line in ttgir.splitlines()
+                if "convert_layout" in line and "-> (tensor<64x64xf32, #ttg.nvidia_mma" in line]

@@ -73,3 +73,34 @@ def two_dots_kernel(a_ptr, b_ptr, s_ptr, u_ptr, N, BM: tl.constexpr, BN: tl.cons
     tl.store(s_ptr + o_m[:, None] * BM + o_m[None, :], s)
     o_n = tl.arange(0, BN)
     tl.store(u_ptr + o_n[:, None] * BN + o_n[None, :], u)
+
+
+@tilejit.jit
+def chunk_dq_dk_kernel(q_ptr, k_ptr, v_ptr, do_ptr, h_ptr, dh_ptr, dq_ptr, dk_ptr, T, V: tl.constexpr,
+                       BT: tl.constexpr, K: tl.constexpr, BV: tl.constexpr):
+    """The shape of fla's chunked backward for dq and dk of one chunk of BT rows: over blocks of V,
+    ds = do v^T, dq = do h^T, dk = v dh^T (v and do feed two dots each, v once transposed); then the
+    causal part of ds, rounded to the inputs' type, adds ds k to dq and ds^T q to dk after the loop."""
+    o_t = tl.arange(0, BT)
+    m_t = o_t < T
+    o_k = tl.arange(0, K)
+    ds = tl.zeros([BT, BT], dtype=tl.float32)
+    dq = tl.zeros([BT, K], dtype=tl.float32)
+    dk = tl.zeros([BT, K], dtype=tl.float32)
+    for i_v in range(tl.cdiv(V, BV)):
+        o_v = i_v * BV + tl.arange(0, BV)
+        m_tv = m_t[:, None] & (o_v < V)[None, :]
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_tv, other=0.0)      # [BT, BV]
+        b_do = tl.load(do_ptr + o_t[:, None] * V + o_v[None, :], mask=m_tv, other=0.0)
+        b_h = tl.load(h_ptr + o_v[:, None] + o_k[None, :] * V, mask=(o_v < V)[:, None], other=0.0)   # [BV, K]
+        b_dh = tl.load(dh_ptr + o_v[:, None] + o_k[None, :] * V, mask=(o_v < V)[:, None], other=0.0)
+        ds = tl.dot(b_do, tl.trans(b_v), ds)
+        dq = tl.dot(b_do, b_h, dq)
+        dk = tl.dot(b_v, b_dh, dk)
+    b_q = tl.load(q_ptr + o_t[:, None] * K + o_k[None, :], mask=m_t[:, None], other=0.0)
+    b_k = tl.load(k_ptr + o_t[:, None] * K + o_k[None, :], mask=m_t[:, None], other=0.0)
+    ds = tl.where(o_t[:, None] >= o_t[None, :], ds, 0.0).to(b_k.dtype)
+    dq = tl.dot(ds, b_k, dq)
+    dk = tl.dot(tl.trans(ds), b_q, dk)
+    tl.store(dq_ptr + o_t[:, None] * K + o_k[None, :], dq, mask=m_t[:, None])
+    tl.store(dk_ptr + o_t[:, None] * K + o_k[None, :], dk, mask=m_t[:, None])

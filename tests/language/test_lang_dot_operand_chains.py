@@ -7,7 +7,7 @@ sequence lengths that leave the last chunk partly masked."""
 import numpy as np
 import pytest
 
-from dot_kernels import gated_state_kernel, two_dots_kernel
+from dot_kernels import chunk_dq_dk_kernel, gated_state_kernel, two_dots_kernel
 
 RNG = np.random.default_rng(29)
 
@@ -50,3 +50,28 @@ def test_a_tile_feeding_two_dots_loaded_and_transposed(device, N):
         want_u += pa.T @ pb
     np.testing.assert_allclose(device.numpy(s), a64 @ b64.T, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(device.numpy(u), want_u, rtol=2e-3, atol=2e-3)
+
+
+def chunk_dq_dk_reference(q, k, v, do, h, dh):
+    f = np.float64
+    ds = do.astype(f) @ v.astype(f).T
+    ds = np.tril(ds).astype(q.dtype).astype(f)
+    dq = do.astype(f) @ h.astype(f).T + ds @ k.astype(f)
+    dk = v.astype(f) @ dh.astype(f).T + ds.T @ q.astype(f)
+    return dq, dk
+
+
+@pytest.mark.parametrize("T, V", [(64, 64), (50, 128)])
+def test_chunk_dq_dk(device, T, V):
+    """One V block (a loop of one iteration, which becomes straight-line code) and two (a pipelined
+    loop, its v and do tiles read in place by two dots each); a chunk shorter than BT is masked."""
+    BT, K, BV = 64, 64, 64
+    q, k = (RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float16) for _ in range(2))
+    v, do = (RNG.uniform(-0.5, 0.5, (T, V)).astype(np.float16) for _ in range(2))
+    h, dh = (RNG.uniform(-0.5, 0.5, (K, V)).astype(np.float16) for _ in range(2))
+    dq, dk = device.zeros((T, K), np.float32), device.zeros((T, K), np.float32)
+    chunk_dq_dk_kernel[(1,)](*(device.tensor(x) for x in (q, k, v, do, h, dh)), dq, dk, T,
+                             V=V, BT=BT, K=K, BV=BV)
+    want_dq, want_dk = chunk_dq_dk_reference(q, k, v, do, h, dh)
+    np.testing.assert_allclose(device.numpy(dq), want_dq, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(device.numpy(dk), want_dk, rtol=1e-2, atol=1e-2)

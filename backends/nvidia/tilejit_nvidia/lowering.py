@@ -15,9 +15,84 @@ class NvidiaLowering:
         super().__init__(*args, **kwargs)
         self.wgmma_operands = {}      # dot operands left in shared memory (wgmma.py)
         self.wgmma_in_flight = set()  # ids of wgmma dots that wait down to one group (shared_dot.py)
+        self.staged_operands = {}     # wgmma B operands staged from registers (wgmma.stage_operand)
+        self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
 
     def lower_pipelined_for(self, op) -> bool:
         return bool(op.attrs.get(NUM_STAGES)) and shared_dot.lower_pipelined_for(self, op)
 
+    def lower_op(self, op):
+        super().lower_op(op)
+        # A tile that becomes operand B of wgmma dots is staged into shared memory as soon as it is
+        # computed (as Triton's local_alloc right after the load), so that its registers die there
+        # instead of living until the dot (fla's b_q and b_k across the scaling of dq and dk).
+        for result in op.results:
+            for user, _ in result.uses:
+                if user.name == "ttg.convert_layout" and user.parent is op.parent:
+                    self._stage(user)
+
+    def lower_convert(self, op):
+        if not self._stage(op):
+            super().lower_convert(op)
+
+    def _stage(self, convert) -> bool:
+        """Stage `convert`'s source for its wgmma dots (`wgmma.stage_operand`), once; False when it
+        is not such a conversion."""
+        from .wgmma import stage_operand
+        if id(convert.result) in self.staged_operands:
+            return True
+        if not self._stageable(convert):
+            return False
+        self.staged_operands[id(convert.result)] = stage_operand(
+            self, convert.operands[0], convert.result.type.encoding.op_idx, len(convert.result.uses))
+        return True
+
+    def unstage(self, value, operand) -> None:
+        """Convert a staged operand into its registers after all (its dot runs on mma.sync)."""
+        from .wgmma import release_staged
+        super().lower_convert(value.owner)
+        release_staged(self, operand)
+
+    def _stageable(self, convert) -> bool:
+        """A conversion into operand B of version-3 (wgmma) dots of its block, all its uses such, whose
+        source fits a wgmma tile; or into operand A of such dots whose B is staged, when the
+        conversion is not a permutation of each thread's registers (attention's P stays in them).
+        Only outside loops."""
+        from tilejit.gpu.layouts import DotOperandEncoding
+
+        from .layouts import NvidiaMmaEncoding
+        from .wgmma import staged_tile
+        enc = convert.result.type.encoding
+        if not (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
+                and enc.parent.version_major == 3):
+            return False
+        uses = convert.result.uses
+        if not uses or not all(user.name == "tt.dot" and index == enc.op_idx and user.parent is convert.parent
+                               and user.result.type.encoding == enc.parent for user, index in uses):
+            return False
+        if staged_tile(self, convert.operands[0]) is None or _in_loop(convert):
+            # In a loop, tiles the pipeline did not leave in shared memory keep the register paths
+            # (mma.sync, or wgmma with the A fragment): staged every iteration, bench/gpu.py's
+            # 3000x2000x1500 matmul (A's rows unaligned) spilled 88 bytes, and without any alignment
+            # hint (compile_speed.py's matmul) 226 instead of 88.
+            return False
+        if enc.op_idx == 1:
+            return True
+        src, dst = self.layout(convert.operands[0].type), self.layout(convert.result.type)
+        if src.lanes == dst.lanes and src.warps == dst.warps:
+            return False
+        b_converts = [user.operands[1].owner for user, _ in uses]
+        return all(getattr(b, "name", None) == "ttg.convert_layout" and self._stageable(b) for b in b_converts)
+
     dot_operand_plan = shared_dot.dot_operand_plan
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
+
+
+
+def _in_loop(op) -> bool:
+    outer = op.parent_op()
+    while outer is not None:
+        if outer.name in ("scf.for", "scf.while"):
+            return True
+        outer = outer.parent_op()
+    return False

@@ -125,7 +125,7 @@ class Wgmma(MatrixUnit):
         M, N, _ = dot.shape
         # wgmma's warps are all along M: a chained dot (attention) takes it when its partner asked
         # for that arrangement too, so P stays in registers between the two dots.
-        if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps):
+        if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps, kind):
             return None
         if kind in ("fp8", "tf32"):
             # Both tiles K-major, each row of K whole 128-byte swizzle slabs (the pipeline's wgmma
@@ -139,15 +139,37 @@ class Wgmma(MatrixUnit):
         return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
 
     @staticmethod
-    def _fits(op: ir.Operation, M: int, N: int, warps: int) -> bool:
+    def _fits(op: ir.Operation, M: int, N: int, warps: int, kind: str) -> bool:
         """Each warpgroup (4 warps) one or more m64nNk16 row blocks (M a multiple of 16 * num_warps,
-        16 <= N <= 256 a power of two) and B loaded in the loop body of the dot, so that the pipeline
-        can leave it in shared memory for the descriptor. A is read through a descriptor too when it
-        is loaded there, else from registers (the mma.sync A fragment, which wgmma takes as is)."""
+        16 <= N <= 256 a power of two). In a loop, B is loaded (or its transposition) in the loop body
+        of the dot, so that the pipeline can leave it in shared memory for the descriptor; A is read
+        through a descriptor too when it is loaded there, else from registers (the mma.sync A
+        fragment, which wgmma takes as is). Outside loops a 16-bit B is staged into shared memory by
+        the dot itself (`wgmma.stage_operand`), as Triton does."""
         if warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
             return False
         loop = op.parent.parent_op if op.parent is not None else None
-        if loop is None or loop.name != "scf.for":
-            return False
-        b = op.operand("b")
-        return isinstance(b.owner, ir.Operation) and b.owner.name == "tt.load" and b.owner.parent is op.parent
+        if loop is not None and loop.name == "scf.for":
+            return loaded_view(op.operand("b"), op.parent) is not None
+        in_loop = any(outer.name in ("scf.for", "scf.while") for outer in _ancestors(op))
+        return not in_loop and kind in ("f16", "bf16")
+
+
+def _ancestors(op: ir.Operation):
+    outer = op.parent_op()
+    while outer is not None:
+        yield outer
+        outer = outer.parent_op()
+
+
+def loaded_view(value: ir.Value, block) -> Optional[Tuple[ir.Operation, bool]]:
+    """(load, transposed) when `value` is a `tt.load` of `block` or the `tt.trans` of one there (fla's
+    `tl.dot(b_do, tl.trans(b_v))`: the pipelined tile is read through a descriptor either way, the
+    transposition only swaps which of its dims is K), else None."""
+    owner = value.owner if isinstance(value.owner, ir.Operation) else None
+    transposed = owner is not None and owner.name == "tt.trans" and owner.parent is block
+    if transposed:
+        owner = owner.operands[0].owner if isinstance(owner.operands[0].owner, ir.Operation) else None
+    if owner is None or owner.name != "tt.load" or owner.parent is not block:
+        return None
+    return owner, transposed

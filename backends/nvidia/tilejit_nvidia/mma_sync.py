@@ -21,11 +21,20 @@ from .inline_ptx import inline_ptx
 def lower_nvidia_dot(self, op):
     """A `FunctionLowering` method for dots whose result has an NVIDIA MMA layout."""
     enc = op.result.type.encoding
-    shared = [self.wgmma_operands.get(id(v)) for v in op.operands[:2]]
+    # Operands the pipeline left in shared memory, or staged there from registers (lowering.py)
+    staged = [self.staged_operands.get(id(v)) for v in op.operands[:2]]
+    shared = [self.wgmma_operands.get(id(v)) or s for v, s in zip(op.operands[:2], staged)]
     wide = str(ir.element_type(op.operands[0].type)) in ("f16", "bf16")
     if enc.version_major == 3 and shared[1] is not None and (wide or shared[0] is not None):
-        from .wgmma import lower_wgmma_dot
-        return lower_wgmma_dot(self, op, *shared)   # A from registers when shared[0] is None
+        from .wgmma import lower_wgmma_dot, release_staged
+        lower_wgmma_dot(self, op, *shared)   # A from registers when shared[0] is None
+        for operand in staged:
+            if operand is not None:
+                release_staged(self, operand)
+        return None
+    for v, operand in zip(op.operands[:2], staged):
+        if operand is not None:   # staged for a wgmma that cannot run: the registers after all
+            self.unstage(v, operand)
     # mma.sync; version 3 without B in shared memory too (its layouts are mma.sync's, by coordinates)
     return _lower_mma(self, op)
 

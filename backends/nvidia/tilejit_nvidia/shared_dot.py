@@ -274,7 +274,10 @@ class _Buffer:
         # thread the vectors it copied (`read_back`), and computed on before its conversion.
         self.read_back = convert is None
         enc = None if self.read_back else convert.results[0].type.encoding
-        if self.read_back:
+        if self.read_back and wgmma:   # its dots read it through descriptors (`_dot_views`)
+            inner, self.vec = wgmma_copy(self_.analysis, load, 0)
+            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
+        elif self.read_back:
             self.tile, self.plan = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes), None
         elif wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
@@ -323,35 +326,66 @@ class _Buffer:
         return offset_of
 
 
-def _wgmma_converts(self, pipe):
-    """Ids of the pipelined converts whose results a version-3 (wgmma) dot reads from shared memory
-    through descriptors: B when it is pipelined, feeds only dots and fits the 128B-swizzled tile;
-    A too when the same holds for it (else the dot reads A from registers)."""
+def _dot_views(load) -> list:
+    """[(convert, transposed)] when every use of a read-back load is a conversion to a version-3
+    dot operand, directly or through one `tt.trans` whose uses all are (fla's `b_v`, A of one dot and
+    `tl.trans(b_v)` B of another), else []."""
+    from tilejit.gpu.layouts import DotOperandEncoding
+
     from .layouts import NvidiaMmaEncoding
-    by_result = {id(conv.results[0]): (load, conv) for load, conv in zip(pipe.loads, pipe.converts)
+
+    def is_v3_operand(op):
+        enc = op.results[0].type.encoding if op.name == "ttg.convert_layout" else None
+        return (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
+                and enc.parent.version_major == 3 and op.parent is load.parent)
+    views = []
+    for user, _ in load.results[0].uses:
+        if user.name == "tt.trans" and user.parent is load.parent and user.results[0].uses:
+            inner = [u for u, _ in user.results[0].uses]
+            if not all(is_v3_operand(u) for u in inner):
+                return []
+            views += [(u, True) for u in inner]
+        elif is_v3_operand(user):
+            views.append((user, False))
+        else:
+            return []
+    return views
+
+
+def _wgmma_converts(self, pipe):
+    """{id(convert): transposed} of the pipelined converts whose results a version-3 (wgmma) dot
+    reads from shared memory through descriptors: B when it is pipelined, feeds only dots and fits
+    the 128B-swizzled tile; A too when the same holds for it (else the dot reads A from registers).
+    A read-back load whose every use is such a conversion (`_dot_views`) is read through descriptors
+    by each of them, transposed or not."""
+    from .layouts import NvidiaMmaEncoding
+    by_result = {id(conv.results[0]): (load, conv, False) for load, conv in zip(pipe.loads, pipe.converts)
                  if conv is not None}
+    for load, conv in zip(pipe.loads, pipe.converts):
+        if conv is None and element_bytes(load) == 2:
+            by_result.update((id(view.results[0]), (load, view, transposed)) for view, transposed in _dot_views(load))
 
     def fitting(value):
-        pair = by_result.get(id(value))
-        if pair is None or not _feeds_only_dots(pair[1].results[0]):
+        found = by_result.get(id(value))
+        if found is None or not _feeds_only_dots(found[1].results[0]):
             return None
-        load, conv = pair
-        return conv if wgmma_copy(self.analysis, load, conv.results[0].type.encoding.op_idx) else None
+        load, conv, _ = found
+        return found if wgmma_copy(self.analysis, load, conv.results[0].type.encoding.op_idx) else None
 
-    chosen = set()
+    chosen = {}
     for op in pipe.loop.regions[0].blocks[0].ops:
         enc = op.results[0].type.encoding if op.name == "tt.dot" else None
         if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
             continue
-        b_conv = fitting(op.operands[1])
-        if b_conv is None:
+        b_found = fitting(op.operands[1])
+        if b_found is None:
             continue
-        a_conv = fitting(op.operands[0])
-        if a_conv is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
+        a_found = fitting(op.operands[0])
+        if a_found is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
             continue   # fp8 / tf32: wgmma takes A from registers only for 16-bit types here
-        chosen.add(id(b_conv))
-        if a_conv is not None:
-            chosen.add(id(a_conv))
+        for found in (b_found, a_found):
+            if found is not None:
+                chosen[id(found[1])] = found[2]
     return chosen
 
 
@@ -466,8 +500,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
     buffers, offset = [], (region_start + align - 1) // align * align
+    views = {}   # id(view convert) -> (buffer, transposed): a read-back tile its dots read in place
     for load, convert in zip(pipe.loads, pipe.converts):
-        buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma)
+        chosen = [(v, t) for v, t in _dot_views(load) if id(v) in wgmma] if convert is None else []
+        buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma or bool(chosen))
+        buf.in_place = len(chosen) == len(_dot_views(load)) and bool(chosen)   # no thread reads it back
+        views.update((id(v), (buf, t)) for v, t in chosen)
         buffers.append(buf)
         offset += (buf.nbytes + align - 1) // align * align
     glob = self.smem_base(offset - region_start)
@@ -521,17 +559,24 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.wgmma_in_flight = set(in_flight)
     bind(iv_phi, {k: carried[k] for k in range(len(carried))})
     a = LLVMArith(self.b)
+    in_place = {id(buf.load) for buf in buffers if buf.read_back and buf.in_place}
     for inner in body.ops[:-1]:
         if id(inner) in read_back_of:
-            self.set(inner.results[0], _read_back(self, read_back_of[id(inner)], read_stage))
+            if id(inner) not in in_place:
+                self.set(inner.results[0], _read_back(self, read_back_of[id(inner)], read_stage))
             continue
         if id(inner) in pipe.main_skip:
             continue
-        buf = convert_of.get(id(inner))
+        if inner.name == "tt.trans" and id(inner.operands[0].owner) in in_place:
+            continue   # every use reads the transposed tile in place
+        buf, transposed = views.get(id(inner), (convert_of.get(id(inner)), False))
         if buf is not None and buf.wgmma:
             from .wgmma import WgmmaOperand
+            tile = buf.tile
+            if transposed:   # the same bytes, its dims swapped
+                tile = WgmmaTile(tile.shape[::-1], 1 - tile.inner, tile.elem_bytes)
             self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
-                buf.tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
+                tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
                 inner.results[0].type.encoding.op_idx)
             continue
         if buf is not None:

@@ -195,3 +195,73 @@ def wait_for_wgmma(self, values, pending: int) -> list:
                   ",".join([f"={reg}"] * n + [str(i) for i in range(n)] + ["~{memory}"]), values)
     out = [self.b.extract_value(waited, i) for i in range(n)]
     return unpack_halves(self.b, [self.b.bitcast(w, H2) for w in out]) if halves else out
+
+
+# ------------------------------------------------------------------------ operands staged by the dot
+
+def staged_tile(self, value: ir.Value):
+    """The `WgmmaTile` `value` (16-bit, 2-D) is staged into: contiguous along the dim its registers
+    run along longest, among those whose length is whole 128-byte slabs; None when neither is."""
+    from tilejit.gpu.llvm.convert import _run_length
+    t = value.type
+    if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
+        return None
+    layout = self.layout(t)
+    fitting = [d for d in (0, 1) if WgmmaTile(tuple(t.shape), d).fits()]
+    if not fitting:
+        return None
+    inner = max(fitting, key=lambda d: _run_length(layout, d, 8))
+    return WgmmaTile(tuple(t.shape), inner)
+
+
+def stage_operand(self, value: ir.Value, op_idx: int, readers: int) -> WgmmaOperand:
+    """Write `value`'s registers into a `WgmmaTile` (1024-byte aligned) reserved at the scratch,
+    visible to wgmma's async proxy (`fence.proxy.async`) and to every warp (barrier). The region
+    stays reserved (later scratch users start above it) until its `readers` dots have read it
+    (`release_staged`)."""
+    from tilejit.gpu.llvm.convert import _run_length
+    from tilejit.gpu.llvm.scalar_ops import llvm_type
+
+    from .shared_dot import LLVMArith
+    from .shared_operands import ATOM_BYTES
+    tile = staged_tile(self, value)
+    layout = self.layout(value.type)
+    vec = _run_length(layout, tile.inner, 8)
+    start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
+    glob = self.smem_base(start - self.scratch_offset + tile.nbytes)
+    glob.align = max(glob.align or 0, ATOM_BYTES)
+    self.staged_regions.append([self.scratch_offset, readers, start])
+    self.scratch_offset = start + tile.nbytes
+    elem_ty = llvm_type(value.type)
+    values, coords = self.get(value), self.element_coords(layout)
+    a = LLVMArith(self.b)
+    self.isa.barrier(self.b)   # the scratch's previous user is done with it
+    written, offsets = set(), layout.register_offsets()
+    for r0 in range(0, len(values), vec):
+        if offsets[r0] in written:   # replicated registers hold the same elements
+            continue
+        written.add(offsets[r0])
+        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0]))))
+        if vec == 1:
+            self.b.store(values[r0], ptr, align=2)
+            continue
+        packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
+        for i in range(vec):
+            packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
+        self.b.store(packed, ptr, align=2 * vec)
+    _asm(self.b, llir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [])
+    self.isa.barrier(self.b)
+    return WgmmaOperand(tile, start, op_idx)
+
+
+def release_staged(self, operand: WgmmaOperand) -> None:
+    """One reader of a staged tile is done (its wgmma waited). The scratch shrinks back over the
+    regions on top whose readers are all done, after a barrier (the other warpgroups' wgmmas)."""
+    region = next(r for r in self.staged_regions if r[2] == operand.base_bytes)
+    region[1] -= 1
+    freed = False
+    while self.staged_regions and self.staged_regions[-1][1] == 0:
+        self.scratch_offset = self.staged_regions.pop()[0]
+        freed = True
+    if freed:
+        self.isa.barrier(self.b)

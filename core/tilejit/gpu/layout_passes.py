@@ -231,6 +231,14 @@ class _AccelerateMatmul(_Layouts):
         seen, work, chained = {id(dot)}, [dot], False
         while work:
             op = work.pop()
+            for v in op.operands:
+                # A loop's accumulator result (fla's dq after its loop of dots, scaled, then the
+                # accumulator of one more dot): its layout stays in registers, so the next dot
+                # takes its warps and the accumulator needs no conversion.
+                enc = self.fixed.get(id(v))
+                if (getattr(v.owner, "name", None) == "scf.for" and v.owner.parent is block
+                        and getattr(enc, "keeps_in_registers", False) and enc.rank == 2):
+                    return enc.warps_per_cta
             neighbours = [v.owner for v in op.operands if isinstance(v.owner, ir.Operation)]
             neighbours += [user for r in op.results for user, _ in r.uses]
             for other in neighbours:

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from ..ir import OPS, IntType, Operation, TensorType, Value, element_type, is_removable_if_unused
 from .constants import FOLDERS, constant_of, fold_elementwise
-from .rewrite import RewritePattern, Rewriter, apply_patterns_greedily
+from .rewrite import RewritePattern, Rewriter, apply_patterns_greedily, inline_block_before
 
 
 def _splat_scalar(v: Value):
@@ -267,12 +267,25 @@ def constant_trip_count(op: Operation) -> Optional[int]:
 
 
 class ForLoopSimplify(RewritePattern):
-    """Loops that never run become their inits; loop-carried values nobody needs are dropped."""
+    """Loops that never run become their inits, loops that run once their body (as MLIR's
+    SimplifyTrivialLoops, which Triton runs: fla's `for i_v in range(tl.cdiv(V, BV))` with V == BV
+    must not become a pipelined loop whose ring buffers take the shared memory of two iterations);
+    loop-carried values nobody needs are dropped."""
     op_names = ("scf.for",)
 
     def match_and_rewrite(self, op: Operation, rewriter: Rewriter) -> bool:
-        if constant_trip_count(op) == 0:
+        trips = constant_trip_count(op)
+        if trips == 0:
             rewriter.replace_op(op, list(op.operand_group("inits")))
+            return True
+        if trips == 1:
+            body = op.regions[0].blocks[0]
+            mapping = dict(zip(body.args, [op.operands[0]] + list(op.operand_group("inits"))))
+            block, start = op.parent, op.parent.ops.index(op)
+            final = inline_block_before(body, op, mapping)
+            for new in block.ops[start:block.ops.index(op)]:
+                rewriter.push(new)
+            rewriter.replace_op(op, final)
             return True
         body = op.regions[0].blocks[0]
         yield_op = body.ops[-1]
