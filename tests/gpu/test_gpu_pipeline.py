@@ -177,3 +177,29 @@ def test_fla_backward_chunk_runs_every_dot_on_wgmma_with_operands_in_shared_memo
     assert "fence.proxy.async.shared::cta" in ptx   # the tiles the dots after the loop read
     assert not [line for line in ttgir.splitlines()
                 if "convert_layout" in line and "-> (tensor<64x64xf32, #ttg.nvidia_mma" in line]
+
+
+def test_fp32_gate_tile_and_a_stored_tile_are_pipelined_too():
+    """As Triton, every load whose value reaches a dot is pipelined: gla's fp32 gate tile (read back
+    straight into the layout of the k tile it scales: no conversion of it through shared memory) and
+    the delta rule's v tile, which is stored as well as multiplied into a dot."""
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "gk_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    src = ASTSource(_chain_kernel("key_gated_state_kernel"), sig, {"K": 32, "V": 64, "BT": 32},
+                    {(i,): D16 for i in range(4)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4, "num_stages": 3})
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    assert ttgir.count(f"{PIPELINED} = true") == 3
+    gate_loads = [line for line in ttgir.splitlines() if f"{PIPELINED} = true" in line and "tensor<32x32xf32" in line]
+    gate = gate_loads[0].split(" = tt.load")[0].strip()
+    assert len(gate_loads) == 1 and f"ttg.convert_layout {gate} " in ttgir
+    # that conversion is the read-back itself: the shared stores left are the scaled k tile's (into
+    # its dot operand layout) and the gate vector's; converted after a read-back in its own layout,
+    # the gate tile took 16 more stores and 6 more barriers
+    assert len(re.findall(r"st\.shared", ptx)) <= 10 and ptx.count("bar.sync") <= 8
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "w_ptr": "*fp16", "v_new_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    src = ASTSource(_chain_kernel("delta_state_kernel"), sig, {"K": 32, "V": 32, "BT": 32}, {(i,): D16 for i in range(5)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4, "num_stages": 3})
+    assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 3
+    assert not [line for line in ck.asm["ptx"].splitlines() if "ld.global" in line]

@@ -120,8 +120,30 @@ def test_core_pass_list_is_target_neutral():
                      "tritongpu-coalesce-anchors",
                      "tritongpu-accelerate-matmul",
                      "tritongpu-propagate-dot-layouts", "tritongpu-assign-layouts",
-                     "tritongpu-rematerialize-indices", "tritongpu-hoist-conversions"]
+                     "tritongpu-rematerialize-indices", "tritongpu-hoist-conversions", "cse"]
     assert [p.name for p in ttgir_passes(NO_MMA)] == names
+
+
+def test_a_value_two_dots_read_as_the_same_operand_is_converted_once():
+    """fla's delta rule: `v` (computed) is operand B of the dots with k1 and k2. assign-layouts
+    inserts a conversion before each dot; cse leaves one, so the tile goes through shared memory once."""
+    import tilejit
+    import tilejit.language as tl
+    from tilejit.frontend.source import ASTSource
+
+    @tilejit.jit
+    def two_dots(a_ptr, b_ptr, c_ptr, d_ptr):
+        r = tl.arange(0, 32)
+        a1 = tl.load(a_ptr + r[:, None] * 32 + r[None, :])
+        a2 = tl.load(a_ptr + 1024 + r[:, None] * 32 + r[None, :])
+        b = (tl.load(b_ptr + r[:, None] * 32 + r[None, :]) * 2).to(tl.float16)
+        tl.store(c_ptr + r[:, None] * 32 + r[None, :], tl.dot(a1, b))
+        tl.store(d_ptr + r[:, None] * 32 + r[None, :], tl.dot(a2, b))
+
+    src = ASTSource(two_dots, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "d_ptr": "*fp32"})
+    ttgir = tilejit.compile(src, target="cuda:80").asm["ttgir"]
+    b_operands = [line for line in ttgir.splitlines() if "convert_layout" in line and "-> (tensor<32x32xf16, #ttg.dot_op<{opIdx = 1" in line]
+    assert len(b_operands) == 1 and ttgir.count("tt.dot") == 2
 
 
 def test_every_pass_writes_its_own_dump(tmp_path):

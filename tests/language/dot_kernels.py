@@ -104,3 +104,43 @@ def chunk_dq_dk_kernel(q_ptr, k_ptr, v_ptr, do_ptr, h_ptr, dh_ptr, dq_ptr, dk_pt
     dk = tl.dot(tl.trans(ds), b_q, dk)
     tl.store(dq_ptr + o_t[:, None] * K + o_k[None, :], dq, mask=m_t[:, None])
     tl.store(dk_ptr + o_t[:, None] * K + o_k[None, :], dk, mask=m_t[:, None])
+
+
+@tilejit.jit
+def key_gated_state_kernel(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """gla's chunked state with a gate per key: h = h exp(gk_last) + (k exp(gk_last - gk))^T v, the
+    fp32 gate tile loaded [K, BT] beside the 16-bit k tile it scales."""
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)     # [K, BT]
+        b_gk = tl.load(gk_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)   # [K, BT]
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)     # [BT, V]
+        b_gk_last = tl.load(gk_ptr + (tl.minimum((i + 1) * BT, T) - 1) * K + o_k)
+        h = h * tl.exp(b_gk_last)[:, None]
+        b_k = (b_k * tl.exp(b_gk_last[:, None] - b_gk)).to(b_k.dtype)
+        h = tl.dot(b_k, b_v, h)
+    tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)
+
+
+@tilejit.jit
+def delta_state_kernel(k_ptr, v_ptr, w_ptr, v_new_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr,
+                       BT: tl.constexpr):
+    """The delta rule's chunked state: v_new = v - w h is stored and multiplied into h += k^T v_new, so
+    the v tile reaches a dot through a subtraction while the store reads it too."""
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        b_w = tl.load(w_ptr + o_t[:, None] * K + o_k[None, :], mask=m_t[:, None], other=0.0)     # [BT, K]
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)     # [BT, V]
+        b_v = b_v - tl.dot(b_w, h.to(b_w.dtype))
+        tl.store(v_new_ptr + o_t[:, None] * V + o_v[None, :], b_v, mask=m_t[:, None])
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)     # [K, BT]
+        h = tl.dot(b_k, b_v.to(b_k.dtype), h)
+    tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)

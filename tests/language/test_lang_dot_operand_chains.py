@@ -7,7 +7,7 @@ sequence lengths that leave the last chunk partly masked."""
 import numpy as np
 import pytest
 
-from dot_kernels import chunk_dq_dk_kernel, gated_state_kernel, two_dots_kernel
+from dot_kernels import chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, key_gated_state_kernel, two_dots_kernel
 
 RNG = np.random.default_rng(29)
 
@@ -75,3 +75,43 @@ def test_chunk_dq_dk(device, T, V):
     want_dq, want_dk = chunk_dq_dk_reference(q, k, v, do, h, dh)
     np.testing.assert_allclose(device.numpy(dq), want_dq, rtol=1e-2, atol=1e-2)
     np.testing.assert_allclose(device.numpy(dk), want_dk, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("T", [128, 100])
+def test_key_gated_state(device, T):
+    """An fp32 gate tile that scales the k tile before its dot (pipelined on sm_80+ and read back in
+    the k tile's layout: tests/gpu/test_gpu_pipeline.py)."""
+    K, V, BT = 32, 64, 32
+    k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
+    v = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
+    gk = np.cumsum(RNG.uniform(-0.1, 0.0, (T, K)), axis=0).astype(np.float32)
+    out = device.zeros((K, V), np.float32)
+    key_gated_state_kernel[(1,)](device.tensor(k), device.tensor(v), device.tensor(gk), out, T, K=K, V=V, BT=BT)
+    h = np.zeros((K, V))
+    for start in range(0, T, BT):
+        kc, vc, gc = k[start:start + BT], v[start:start + BT], gk[start:start + BT].astype(np.float64)
+        last = gc[-1]
+        h = h * np.exp(last)[:, None]
+        scaled = (kc.astype(np.float64) * np.exp(last[None, :] - gc)).astype(np.float16).astype(np.float64)
+        h += scaled.T @ vc.astype(np.float64)
+    np.testing.assert_allclose(device.numpy(out), h, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("T", [128, 100])
+def test_delta_state(device, T):
+    K, V, BT = 32, 32, 32
+    k = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float16)
+    v = RNG.uniform(-0.5, 0.5, (T, V)).astype(np.float16)
+    w = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float16)
+    v_new = device.zeros((T, V), np.float32)
+    out = device.zeros((K, V), np.float32)
+    delta_state_kernel[(1,)](*(device.tensor(x) for x in (k, v, w)), v_new, out, T, K=K, V=V, BT=BT)
+    h, want_v = np.zeros((K, V)), np.zeros((T, V))
+    for start in range(0, T, BT):
+        kc, vc, wc = (x[start:start + BT].astype(np.float64) for x in (k, v, w))
+        vn = vc - wc @ h.astype(np.float16).astype(np.float64)
+        want_v[start:start + BT] = vn
+        h = h + kc.T @ vn.astype(np.float16).astype(np.float64)
+    # h is rounded to fp16 before each w h: a rounding that falls the other way moves v_new by ~1e-2
+    np.testing.assert_allclose(device.numpy(v_new), want_v, rtol=1e-2, atol=2e-2)
+    np.testing.assert_allclose(device.numpy(out), h, rtol=1e-2, atol=2e-2)

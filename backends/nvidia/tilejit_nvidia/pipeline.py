@@ -77,11 +77,12 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
 
 
 def feeds_dot_through_elementwise(load: ir.Operation) -> bool:
-    """Whether the load's tile only flows, through elementwise ops, transpositions and layout
-    conversions in the loop body (fla's `b_v * exp2(g_last - g)[:, None]`, a dequantisation's
-    `.to(tl.float16) * scale`, a tile that is both `b_v` and `tl.trans(b_v)` of two dots), into
-    conversions to mma.sync dot operands, at least one. Such a load is pipelined too and read back
-    from its buffer in its own layout (Triton pipelines every load that feeds a dot)."""
+    """Whether the load's tile flows, through elementwise ops, transpositions and layout conversions
+    in the loop body (fla's `b_v * exp2(g_last - g)[:, None]`, a dequantisation's
+    `.to(tl.float16) * scale`, a tile that is both `b_v` and `tl.trans(b_v)` of two dots), into a
+    conversion to an mma.sync dot operand. Other users may read it too (fla's delta rule stores
+    `v - w h` and multiplies it into k^T's dot). Such a load is pipelined and read back from its
+    buffer in its own layout, as Triton pipelines every load whose value reaches a dot."""
     seen, work, found = set(), [load.results[0]], False
     while work:
         value = work.pop()
@@ -89,18 +90,15 @@ def feeds_dot_through_elementwise(load: ir.Operation) -> bool:
             if id(user) in seen:
                 continue
             seen.add(id(user))
-            if user.parent is not load.parent or not user.results:
-                return False
-            enc = user.results[0].type.encoding if isinstance(user.results[0].type, ir.TensorType) else None
-            if user.name == "ttg.convert_layout" and isinstance(enc, DotOperandEncoding):
-                if not isinstance(enc.parent, NvidiaMmaEncoding):
-                    return False
-                found = True
+            if not user.results or not isinstance(user.results[0].type, ir.TensorType):
                 continue
-            if (not isinstance(user.results[0].type, ir.TensorType) or user.regions
-                    or not (ir.op_info(user.name).elementwise or user.name in ("ttg.convert_layout", "tt.trans"))):
-                return False
-            work.extend(user.results)
+            enc = user.results[0].type.encoding
+            if user.name == "ttg.convert_layout" and isinstance(enc, DotOperandEncoding):
+                found = found or (isinstance(enc.parent, NvidiaMmaEncoding) and user.parent is load.parent)
+                continue
+            if user.parent is load.parent and not user.regions and (
+                    ir.op_info(user.name).elementwise or user.name in ("ttg.convert_layout", "tt.trans")):
+                work.extend(user.results)
     return found
 
 
@@ -141,8 +139,10 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     convert = _dot_operand_convert(load)
     inner, vec = copy_vector(analysis, load)
     if convert is None:   # read back in its own layout, then computed on (`feeds_dot_through_elementwise`)
-        return (elem in ("f16", "bf16") and inner is not None and vec >= 2
-                and SwizzledTile(tuple(res.shape), inner).fits() and feeds_dot_through_elementwise(load))
+        # 16- and 32-bit tiles (gla's fp32 gate tile scales k before its dot, as Triton pipelines it)
+        eb = element_bytes(load)
+        return (elem in ("f16", "bf16", "f32") and inner is not None and vec * eb >= 4
+                and SwizzledTile(tuple(res.shape), inner, eb).fits() and feeds_dot_through_elementwise(load))
     enc = convert.results[0].type.encoding
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
         return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None

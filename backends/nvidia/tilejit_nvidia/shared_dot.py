@@ -33,7 +33,7 @@ from tilejit.gpu.llvm.scalar_ops import llvm_type
 
 from .mma_sync import f64_form
 from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_copy
-from .shared_operands import ATOM_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
+from .shared_operands import ATOM_BYTES, CHUNK_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
 
 I1 = llir.IntType(1)
 
@@ -464,6 +464,43 @@ def _issue_copies(self, pipe, buffers, stage, valid):
     self.isa.async_commit(self.b)
 
 
+def _converted_on_read(load):
+    """The `ttg.convert_layout` users of a read-back load when every use is one of them and they all
+    convert into the same (not dot-operand) type: the tile is then read back in that layout, the
+    conversion through shared memory saved (gla's fp32 gate tile, loaded in its own 16-byte vectors,
+    wanted in the layout of the bf16 k tile it scales). Else []."""
+    from tilejit.gpu.layouts import DotOperandEncoding
+    users = [user for user, _ in load.results[0].uses]
+    if not users or any(u.name != "ttg.convert_layout" or u.parent is not load.parent for u in users):
+        return []
+    wanted = users[0].results[0].type
+    if isinstance(wanted.encoding, DotOperandEncoding) or any(u.results[0].type != wanted for u in users):
+        return []
+    return users
+
+
+def _read_in_layout(self, buf, stage, result_type):
+    """The registers of `result_type`'s layout read from the buffer of `stage` of a read-back load:
+    runs of registers along the tile's contiguous dim as one vector (within one 16-byte chunk)."""
+    from tilejit.gpu.llvm.convert import _run_length
+    a = LLVMArith(self.b)
+    layout = self.layout(result_type)
+    coords = self.element_coords(layout)
+    elem_ty = llvm_type(result_type)
+    run = _run_length(layout, buf.tile.inner, CHUNK_BYTES // buf.elem_bytes)
+    base = buf.stage_base(a, stage)
+    values = [None] * len(layout.register_offsets())
+    for r0 in range(0, len(values), run):
+        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(base, buf.tile.offset(a, coords[r0]))))
+        if run == 1:
+            values[r0] = self.b.load(ptr, typ=elem_ty, align=buf.elem_bytes)
+            continue
+        vector = self.b.load(ptr, typ=llir.VectorType(elem_ty, run), align=run * buf.elem_bytes)
+        for i in range(run):
+            values[r0 + i] = self.b.extract_element(vector, llir.Constant(I32, i))
+    return values
+
+
 def _read_back(self, buf, stage):
     """The registers of a pipelined load that has no dot-operand conversion of its own, read from its
     buffer of `stage` in the load's layout: every thread reads the vectors it copied."""
@@ -495,7 +532,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
     wgmma = _wgmma_converts(self, pipe)
-    if any(element_bytes(load) not in (2, 8) and id(conv) not in wgmma for load, conv in zip(pipe.loads, pipe.converts)):
+    if any(element_bytes(load) not in (2, 8) and conv is not None and id(conv) not in wgmma
+           for load, conv in zip(pipe.loads, pipe.converts)):
         return False   # an fp8 / fp32 tile only wgmma's descriptors could read: the loop runs unpipelined
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
@@ -560,10 +598,20 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     bind(iv_phi, {k: carried[k] for k in range(len(carried))})
     a = LLVMArith(self.b)
     in_place = {id(buf.load) for buf in buffers if buf.read_back and buf.in_place}
+    read_converted = set()   # ids of conversions whose results a read-back produced
     for inner in body.ops[:-1]:
+        if id(inner) in read_converted:
+            continue
         if id(inner) in read_back_of:
-            if id(inner) not in in_place:
-                self.set(inner.results[0], _read_back(self, read_back_of[id(inner)], read_stage))
+            buf = read_back_of[id(inner)]
+            converts = [] if buf.wgmma else _converted_on_read(inner)
+            if converts:
+                values = _read_in_layout(self, buf, read_stage, converts[0].results[0].type)
+                for conv in converts:
+                    self.set(conv.results[0], values)
+                    read_converted.add(id(conv))
+            elif id(inner) not in in_place:
+                self.set(inner.results[0], _read_back(self, buf, read_stage))
             continue
         if id(inner) in pipe.main_skip:
             continue

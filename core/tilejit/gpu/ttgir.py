@@ -32,6 +32,8 @@ passes to the next is in the IR (`layout_passes.py`):
 4. `tritongpu-rematerialize-indices` (`rematerialize.py`): conversions of cheap index arithmetic
    become a second computation in the wanted layout.
 5. `tritongpu-hoist-conversions` (`hoist.py`): loop-invariant conversions leave their loops.
+6. `cse`: identical conversions (one value converted into the same layout where each of two users
+   asked for it: fla's b_v as operand B of two dots) become one, so each is lowered once.
 A backend builds its list from `ttgir_passes(cfg)` in `add_stages` and may add its own (NVIDIA:
 `tritongpu-pipeline`, multi-buffered cp.async for the loads that feed its dots).
 """
@@ -44,6 +46,7 @@ from typing import List
 from .. import ir
 from ..errors import CompilationError
 from ..passes.base import PassManager
+from ..passes.cse import CSE
 from .f32_dot_split import SplitF32Dots
 from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
 from .hoist import hoist_invariant_conversions
@@ -107,7 +110,7 @@ class HoistConversions:
 def ttgir_passes(cfg: GPUConfig) -> List:
     """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
     return [SplitF32Dots(), RewriteTensorPointers(), TransposeLoads(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
-            AssignLayouts(cfg), RematerializeIndices(), HoistConversions()]
+            AssignLayouts(cfg), RematerializeIndices(), HoistConversions(), CSE()]
 
 
 def check_num_warps(num_warps: int, target: TargetDescription) -> None:
