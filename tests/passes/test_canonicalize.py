@@ -227,6 +227,34 @@ def test_for_with_zero_trip_count_is_its_inits():
     check_pass(func(body), CANON, "CHECK-NOT: scf.for\nCHECK: tt.return %arg0")
 
 
+LOOP_OF_ONE_ITERATION = func("""
+    %0 = arith.constant {value = 3} : i32
+    %1 = arith.constant {value = 4} : i32
+    %2 = arith.constant {value = 5} : i32
+    %3 = scf.for %0, %1, %2, %arg0 (
+      {
+      ^bb(%arg2: i32, %arg3: i32):
+        %4 = arith.muli %arg3, %arg2 : (i32, i32) -> (i32)
+        %5 = arith.addi %4, %arg1 : (i32, i32) -> (i32)
+        scf.yield %5 : (i32) -> ()
+      }
+    ) : (i32, i32, i32, i32) -> (i32)
+    tt.return %3 : (i32) -> ()""")
+
+
+def test_for_with_one_iteration_is_its_body():
+    """As MLIR's SimplifyTrivialLoops (which Triton runs): the body once, its induction variable the
+    lower bound (3), its carried value the init."""
+    check_pass(LOOP_OF_ONE_ITERATION, CANON, """
+CHECK-NOT: scf.for
+CHECK:     [[C:%[0-9]+]] = arith.constant {value = 3}
+CHECK:     [[M:%[0-9]+]] = arith.muli %arg0, [[C]]
+CHECK:     [[A:%[0-9]+]] = arith.addi [[M]], %arg1
+CHECK:     tt.return [[A]]
+""")
+    assert_preserves(LOOP_OF_ONE_ITERATION, CANON, [(a, b) for a in (-3, 0, 7) for b in (-1, 0, 1, 5)])
+
+
 LOOP_WITH_DEAD_CARRIED_VALUE = func("""
     %0 = arith.constant {value = 0} : i32
     %1 = arith.constant {value = 1} : i32

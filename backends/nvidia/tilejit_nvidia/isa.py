@@ -151,6 +151,11 @@ class NvidiaISA(TargetDescription):
         return self._sreg(builder, "nctaid." + "xyz"[axis])
 
     def barrier(self, builder) -> None:
+        # Back-to-back users of the shared scratch each fence it (one's closing barrier, the next
+        # one's opening barrier): a barrier right after another adds nothing.
+        last = builder.block.instructions[-1] if builder.block.instructions else None
+        if isinstance(last, llir.CallInstr) and getattr(last.callee, "name", None) == "llvm.nvvm.barrier0":
+            return
         call_intrinsic(builder, "llvm.nvvm.barrier0", llir.VoidType(), [])
 
     def shuffle_xor(self, builder, value_i32, lane_mask: int, lane_id):

@@ -4,6 +4,8 @@ with ldmatrix or by wgmma descriptors (`shared_dot.py`, `wgmma.py`), and convers
 operand layouts go through swizzled shared memory and ldmatrix."""
 from __future__ import annotations
 
+from tilejit import ir
+
 from . import shared_dot
 from .pipeline import NUM_STAGES
 
@@ -17,6 +19,7 @@ class NvidiaLowering:
         self.wgmma_in_flight = set()  # ids of wgmma dots that wait down to one group (shared_dot.py)
         self.staged_operands = {}     # wgmma B operands staged from registers (wgmma.stage_operand)
         self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
+        self.staged_sources = {}      # id(value) -> (its WgmmaTile, its region)
 
     def lower_pipelined_for(self, op) -> bool:
         return bool(op.attrs.get(NUM_STAGES)) and shared_dot.lower_pipelined_for(self, op)
@@ -37,14 +40,29 @@ class NvidiaLowering:
 
     def _stage(self, convert) -> bool:
         """Stage `convert`'s source for its wgmma dots (`wgmma.stage_operand`), once; False when it
-        is not such a conversion."""
-        from .wgmma import stage_operand
+        is not such a conversion. A source staged already for other conversions (fla's b_do, A of
+        two dots of different N; b_v, A of one dot and, transposed, B of another) is read from the
+        same tile, its region kept until all their dots are done."""
+        from .wgmma import WgmmaOperand, stage_operand
         if id(convert.result) in self.staged_operands:
             return True
         if not self._stageable(convert):
             return False
-        self.staged_operands[id(convert.result)] = stage_operand(
-            self, convert.operands[0], convert.result.type.encoding.op_idx, len(convert.result.uses))
+        value, transposed = convert.operands[0], False
+        owner = value.owner if isinstance(value.owner, ir.Operation) else None
+        if owner is not None and owner.name == "tt.trans" and owner.parent is convert.parent:
+            value, transposed = owner.operands[0], True
+        readers = len(convert.result.uses)
+        staged = self.staged_sources.get(id(value))
+        if staged is not None and any(region is staged[1] for region in self.staged_regions):
+            staged[1][1] += readers
+        else:
+            staged = stage_operand(self, value, readers)
+            self.staged_sources[id(value)] = staged
+        tile = staged[0]
+        if transposed:   # the same bytes, its dims swapped
+            tile = type(tile)(tile.shape[::-1], 1 - tile.inner, tile.elem_bytes)
+        self.staged_operands[id(convert.result)] = WgmmaOperand(tile, staged[1][2], convert.result.type.encoding.op_idx)
         return True
 
     def unstage(self, value, operand) -> None:

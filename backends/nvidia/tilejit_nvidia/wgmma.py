@@ -214,11 +214,11 @@ def staged_tile(self, value: ir.Value):
     return WgmmaTile(tuple(t.shape), inner)
 
 
-def stage_operand(self, value: ir.Value, op_idx: int, readers: int) -> WgmmaOperand:
+def stage_operand(self, value: ir.Value, readers: int):
     """Write `value`'s registers into a `WgmmaTile` (1024-byte aligned) reserved at the scratch,
-    visible to wgmma's async proxy (`fence.proxy.async`) and to every warp (barrier). The region
-    stays reserved (later scratch users start above it) until its `readers` dots have read it
-    (`release_staged`)."""
+    visible to wgmma's async proxy (`fence.proxy.async`) and to every warp (barrier); returns the
+    tile and its region. The region stays reserved (later scratch users start above it) until its
+    `readers` dots have read it (`release_staged`)."""
     from tilejit.gpu.llvm.convert import _run_length
     from tilejit.gpu.llvm.scalar_ops import llvm_type
 
@@ -230,7 +230,8 @@ def stage_operand(self, value: ir.Value, op_idx: int, readers: int) -> WgmmaOper
     start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
     glob = self.smem_base(start - self.scratch_offset + tile.nbytes)
     glob.align = max(glob.align or 0, ATOM_BYTES)
-    self.staged_regions.append([self.scratch_offset, readers, start])
+    region = [self.scratch_offset, readers, start]
+    self.staged_regions.append(region)
     self.scratch_offset = start + tile.nbytes
     elem_ty = llvm_type(value.type)
     values, coords = self.get(value), self.element_coords(layout)
@@ -251,7 +252,7 @@ def stage_operand(self, value: ir.Value, op_idx: int, readers: int) -> WgmmaOper
         self.b.store(packed, ptr, align=2 * vec)
     _asm(self.b, llir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [])
     self.isa.barrier(self.b)
-    return WgmmaOperand(tile, start, op_idx)
+    return tile, region
 
 
 def release_staged(self, operand: WgmmaOperand) -> None:
