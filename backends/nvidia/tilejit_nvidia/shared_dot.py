@@ -228,6 +228,25 @@ def dot_operand_plan(self, src_type, dst_type):
     return (tile, plan, runs[inner]) if plan is not None else None
 
 
+def write_tile(self, values, layout, vec, elem_ty, pointer_of) -> None:
+    """Store the registers `values` of `layout` into a shared tile, `vec` at a time (one vector store
+    of 16-bit elements), register r0's run at `pointer_of(r0)`; registers a thread holds twice (a
+    replicated layout) are written once."""
+    written, offsets = set(), layout.register_offsets()
+    for r0 in range(0, len(values), vec):
+        if offsets[r0] in written:
+            continue
+        written.add(offsets[r0])
+        ptr = pointer_of(r0)
+        if vec == 1:
+            self.b.store(values[r0], ptr, align=2)
+            continue
+        packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
+        for i in range(vec):
+            packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
+        self.b.store(packed, ptr, align=2 * vec)
+
+
 def convert_to_dot_operand(self, value, dst_type, how):
     """Registers -> swizzled shared tile (vector stores) -> ldmatrix."""
     tile, plan, vec = how
@@ -239,20 +258,7 @@ def convert_to_dot_operand(self, value, dst_type, how):
     values = self.get(value)
     coords = self.element_coords(src)
     self.isa.barrier(self.b)
-    written = set()
-    offsets = src.register_offsets()
-    for r0 in range(0, len(values), vec):
-        if offsets[r0] in written:   # replicated registers hold the same element
-            continue
-        written.add(offsets[r0])
-        ptr = self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0])))
-        if vec == 1:
-            self.b.store(values[r0], ptr, align=2)
-            continue
-        packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
-        for i in range(vec):
-            packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
-        self.b.store(packed, ptr, align=2 * vec)
+    write_tile(self, values, src, vec, elem_ty, lambda r0: self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0]))))
     self.isa.barrier(self.b)
     out = read_dot_operand(self, tile, plan, dst_type, self.scratch_offset // 2)
     self.isa.barrier(self.b)

@@ -222,7 +222,7 @@ def stage_operand(self, value: ir.Value, readers: int):
     from tilejit.gpu.llvm.convert import _run_length
     from tilejit.gpu.llvm.scalar_ops import llvm_type
 
-    from .shared_dot import LLVMArith
+    from .shared_dot import LLVMArith, write_tile
     from .shared_operands import ATOM_BYTES
     tile = staged_tile(self, value)
     layout = self.layout(value.type)
@@ -237,19 +237,8 @@ def stage_operand(self, value: ir.Value, readers: int):
     values, coords = self.get(value), self.element_coords(layout)
     a = LLVMArith(self.b)
     self.isa.barrier(self.b)   # the scratch's previous user is done with it
-    written, offsets = set(), layout.register_offsets()
-    for r0 in range(0, len(values), vec):
-        if offsets[r0] in written:   # replicated registers hold the same elements
-            continue
-        written.add(offsets[r0])
-        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0]))))
-        if vec == 1:
-            self.b.store(values[r0], ptr, align=2)
-            continue
-        packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
-        for i in range(vec):
-            packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
-        self.b.store(packed, ptr, align=2 * vec)
+    write_tile(self, values, layout, vec, elem_ty,
+               lambda r0: self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0])))))
     _asm(self.b, llir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [])
     self.isa.barrier(self.b)
     return tile, region
