@@ -1,7 +1,8 @@
 """The NVIDIA part of the TTGIR -> LLVM lowering, mixed into the core's `FunctionLowering`
 (`NvidiaISA.lowering_mixin`): loops marked by `tritongpu-pipeline` become cp.async ring buffers read
-with ldmatrix or by wgmma descriptors (`shared_dot.py`, `wgmma.py`), and conversions into mma.sync
-operand layouts go through swizzled shared memory and ldmatrix."""
+with ldmatrix or by wgmma descriptors (`shared_dot.py`, `wgmma.py`), conversions into mma.sync
+operand layouts go through swizzled shared memory and ldmatrix, and outside loops the operands of
+wgmma dots are staged into shared memory where they are computed (`wgmma.stage_operand`)."""
 from __future__ import annotations
 
 from tilejit import ir
@@ -17,7 +18,7 @@ class NvidiaLowering:
         super().__init__(*args, **kwargs)
         self.wgmma_operands = {}      # dot operands left in shared memory (wgmma.py)
         self.wgmma_in_flight = set()  # ids of wgmma dots that wait down to one group (shared_dot.py)
-        self.staged_operands = {}     # wgmma B operands staged from registers (wgmma.stage_operand)
+        self.staged_operands = {}     # wgmma operands staged from registers (wgmma.stage_operand)
         self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
         self.staged_sources = {}      # id(value) -> (its WgmmaTile, its region)
 
@@ -26,7 +27,7 @@ class NvidiaLowering:
 
     def lower_op(self, op):
         super().lower_op(op)
-        # A tile that becomes operand B of wgmma dots is staged into shared memory as soon as it is
+        # A tile that becomes an operand of wgmma dots is staged into shared memory as soon as it is
         # computed (as Triton's local_alloc right after the load), so that its registers die there
         # instead of living until the dot (fla's b_q and b_k across the scaling of dq and dk).
         for result in op.results:
@@ -104,7 +105,6 @@ class NvidiaLowering:
 
     dot_operand_plan = shared_dot.dot_operand_plan
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
-
 
 
 def _in_loop(op) -> bool:
