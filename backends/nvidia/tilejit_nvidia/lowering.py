@@ -5,9 +5,8 @@ operand layouts go through swizzled shared memory and ldmatrix, and outside loop
 wgmma dots are staged into shared memory where they are computed (`wgmma.stage_operand`)."""
 from __future__ import annotations
 
-from tilejit import ir
-
 from . import shared_dot
+from .matrix_units import in_loop, untransposed
 from .pipeline import NUM_STAGES
 
 
@@ -21,6 +20,7 @@ class NvidiaLowering:
         self.staged_operands = {}     # wgmma operands staged from registers (wgmma.stage_operand)
         self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
         self.staged_sources = {}      # id(value) -> (its WgmmaTile, its region)
+        self._stageable_memo = {}     # id(convert) -> whether it is staged
 
     def lower_pipelined_for(self, op) -> bool:
         return bool(op.attrs.get(NUM_STAGES)) and shared_dot.lower_pipelined_for(self, op)
@@ -49,10 +49,7 @@ class NvidiaLowering:
             return True
         if not self._stageable(convert):
             return False
-        value, transposed = convert.operands[0], False
-        owner = value.owner if isinstance(value.owner, ir.Operation) else None
-        if owner is not None and owner.name == "tt.trans" and owner.parent is convert.parent:
-            value, transposed = owner.operands[0], True
+        value, transposed = untransposed(convert.operands[0], convert.parent)
         readers = len(convert.result.uses)
         staged = self.staged_sources.get(id(value))
         if staged is not None and any(region is staged[1] for region in self.staged_regions):
@@ -60,9 +57,7 @@ class NvidiaLowering:
         else:
             staged = stage_operand(self, value, readers)
             self.staged_sources[id(value)] = staged
-        tile = staged[0]
-        if transposed:   # the same bytes, its dims swapped
-            tile = type(tile)(tile.shape[::-1], 1 - tile.inner, tile.elem_bytes)
+        tile = staged[0].transposed() if transposed else staged[0]
         self.staged_operands[id(convert.result)] = WgmmaOperand(tile, staged[1][2], convert.result.type.encoding.op_idx)
         return True
 
@@ -73,6 +68,14 @@ class NvidiaLowering:
         release_staged(self, operand)
 
     def _stageable(self, convert) -> bool:
+        # asked for every conversion twice (where its source is computed, where it stands) and for
+        # B again from each A: decided once
+        known = self._stageable_memo.get(id(convert))
+        if known is None:
+            known = self._stageable_memo[id(convert)] = self._decide_stageable(convert)
+        return known
+
+    def _decide_stageable(self, convert) -> bool:
         """A conversion into operand B of version-3 (wgmma) dots of its block, all its uses such, whose
         source fits a wgmma tile; or into operand A of such dots whose B is staged, when the
         conversion is not a permutation of each thread's registers (attention's P stays in them).
@@ -83,17 +86,17 @@ class NvidiaLowering:
         from .wgmma import staged_tile
         enc = convert.result.type.encoding
         if not (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
-                and enc.parent.version_major == 3):
+                and enc.parent.version_major == 3) or in_loop(convert):
+            # In a loop, tiles the pipeline did not leave in shared memory keep the register paths
+            # (mma.sync, or wgmma with the A fragment): staged every iteration, bench/gpu.py's
+            # 3000x2000x1500 matmul (A's rows unaligned) spilled 88 bytes, and without any alignment
+            # hint (compile_speed.py's matmul) 226 instead of 88.
             return False
         uses = convert.result.uses
         if not uses or not all(user.name == "tt.dot" and index == enc.op_idx and user.parent is convert.parent
                                and user.result.type.encoding == enc.parent for user, index in uses):
             return False
-        if staged_tile(self, convert.operands[0]) is None or _in_loop(convert):
-            # In a loop, tiles the pipeline did not leave in shared memory keep the register paths
-            # (mma.sync, or wgmma with the A fragment): staged every iteration, bench/gpu.py's
-            # 3000x2000x1500 matmul (A's rows unaligned) spilled 88 bytes, and without any alignment
-            # hint (compile_speed.py's matmul) 226 instead of 88.
+        if staged_tile(self, convert.operands[0]) is None:
             return False
         if enc.op_idx == 1:
             return True
@@ -106,11 +109,3 @@ class NvidiaLowering:
     dot_operand_plan = shared_dot.dot_operand_plan
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
 
-
-def _in_loop(op) -> bool:
-    outer = op.parent_op()
-    while outer is not None:
-        if outer.name in ("scf.for", "scf.while"):
-            return True
-        outer = outer.parent_op()
-    return False

@@ -151,25 +151,34 @@ class Wgmma(MatrixUnit):
         loop = op.parent.parent_op if op.parent is not None else None
         if loop is not None and loop.name == "scf.for":
             return loaded_view(op.operand("b"), op.parent) is not None
-        in_loop = any(outer.name in ("scf.for", "scf.while") for outer in _ancestors(op))
-        return not in_loop and kind in ("f16", "bf16")
+        return not in_loop(op) and kind in ("f16", "bf16")
 
 
-def _ancestors(op: ir.Operation):
+def in_loop(op: ir.Operation) -> bool:
+    """Whether `op` is nested in an `scf.for` or `scf.while`, at any depth."""
     outer = op.parent_op()
     while outer is not None:
-        yield outer
+        if outer.name in ("scf.for", "scf.while"):
+            return True
         outer = outer.parent_op()
+    return False
+
+
+def untransposed(value: ir.Value, block) -> Tuple[ir.Value, bool]:
+    """(x, True) when `value` is `tl.trans(x)` computed in `block`, else (value, False): the tile in
+    shared memory is x's either way, read transposed or not."""
+    owner = value.owner if isinstance(value.owner, ir.Operation) else None
+    if owner is not None and owner.name == "tt.trans" and owner.parent is block:
+        return owner.operands[0], True
+    return value, False
 
 
 def loaded_view(value: ir.Value, block) -> Optional[Tuple[ir.Operation, bool]]:
     """(load, transposed) when `value` is a `tt.load` of `block` or the `tt.trans` of one there (fla's
     `tl.dot(b_do, tl.trans(b_v))`: the pipelined tile is read through a descriptor either way, the
     transposition only swaps which of its dims is K), else None."""
+    value, transposed = untransposed(value, block)
     owner = value.owner if isinstance(value.owner, ir.Operation) else None
-    transposed = owner is not None and owner.name == "tt.trans" and owner.parent is block
-    if transposed:
-        owner = owner.operands[0].owner if isinstance(owner.operands[0].owner, ir.Operation) else None
     if owner is None or owner.name != "tt.load" or owner.parent is not block:
         return None
     return owner, transposed

@@ -546,9 +546,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     buffers, offset = [], (region_start + align - 1) // align * align
     views = {}   # id(view convert) -> (buffer, transposed): a read-back tile its dots read in place
     for load, convert in zip(pipe.loads, pipe.converts):
-        chosen = [(v, t) for v, t in _dot_views(load) if id(v) in wgmma] if convert is None else []
+        load_views = _dot_views(load) if convert is None else []
+        chosen = [(v, t) for v, t in load_views if id(v) in wgmma]
         buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma or bool(chosen))
-        buf.in_place = len(chosen) == len(_dot_views(load)) and bool(chosen)   # no thread reads it back
+        buf.in_place = bool(chosen) and len(chosen) == len(load_views)   # no thread reads it back
         views.update((id(v), (buf, t)) for v, t in chosen)
         buffers.append(buf)
         offset += (buf.nbytes + align - 1) // align * align
@@ -626,9 +627,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         buf, transposed = views.get(id(inner), (convert_of.get(id(inner)), False))
         if buf is not None and buf.wgmma:
             from .wgmma import WgmmaOperand
-            tile = buf.tile
-            if transposed:   # the same bytes, its dims swapped
-                tile = WgmmaTile(tile.shape[::-1], 1 - tile.inner, tile.elem_bytes)
+            tile = buf.tile.transposed() if transposed else buf.tile
             self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
                 tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
                 inner.results[0].type.encoding.op_idx)

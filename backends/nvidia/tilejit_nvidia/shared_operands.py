@@ -61,6 +61,11 @@ class _Tile:
     def rows(self) -> int:
         return self.shape[1 - self.inner]
 
+    def transposed(self):
+        """The same bytes seen as the transposed tile (`tl.trans` of what it holds): dims swapped,
+        the contiguous dim with them, every element at the same offset."""
+        return type(self)(self.shape[::-1], 1 - self.inner, self.elem_bytes)
+
 
 @dataclass(frozen=True)
 class SwizzledTile(_Tile):
