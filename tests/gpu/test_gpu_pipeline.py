@@ -205,3 +205,30 @@ def test_fp32_gate_tile_and_a_stored_tile_are_pipelined_too():
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4, "num_stages": 3})
     assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 3
     assert not [line for line in ck.asm["ptx"].splitlines() if "ld.global" in line]
+
+
+def _loop_body(ptx: str) -> str:
+    """The PTX of the kernel's one loop: from its first label to the branch back to it."""
+    label = re.search(r"^(\$L__BB\d+_\d+):", ptx, re.M)
+    start = label.end()
+    back = re.search(rf"bra(\.uni)?\s+{re.escape(label.group(1))};", ptx[start:])
+    return ptx[start:start + back.start()]
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_one_tile_as_both_operands_of_an_mma_sync_dot_is_read_in_place(arch):
+    """fla's `tl.dot(b_k, tl.trans(b_k), A)` at 2 warps (mma.sync on sm_90 too: wgmma needs 4): both
+    operands are read with ldmatrix from the pipelined buffer, the transposed one through the
+    transposed tile, as Triton does. Read back into registers and converted twice instead, every
+    iteration stored the tile to shared memory twice more (48 st.shared against 32, 12 barriers)."""
+    sig = {"k_ptr": "*fp16", "beta_ptr": "*fp32", "a_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "BT": "constexpr", "BK": "constexpr"}
+    src = ASTSource(_chain_kernel("scaled_gram_kernel"), sig, {"K": 128, "BT": 64, "BK": 32},
+                    {(i,): D16 for i in range(3)})
+    ck = tilejit.compile(src, target=GPUTarget.parse(f"cuda:{arch}"), options={"num_warps": 2, "num_stages": 2})
+    assert ck.asm["ttgir"].count(f"{PIPELINED} = true") == 1
+    body = _loop_body(ck.asm["ptx"])
+    assert "cp.async.cg.shared.global" in body
+    assert body.count("ldmatrix.sync.aligned.m8n8.x4") == 12 and body.count("mma.sync") == 32
+    assert "st.shared" not in body and "ld.shared" not in body
+    assert body.count("bar.sync") == 1   # the stage's: no conversion of the tile in the loop

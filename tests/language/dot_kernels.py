@@ -144,3 +144,19 @@ def delta_state_kernel(k_ptr, v_ptr, w_ptr, v_new_ptr, out_ptr, T, K: tl.constex
         b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)     # [K, BT]
         h = tl.dot(b_k, b_v.to(b_k.dtype), h)
     tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)
+
+
+@tilejit.jit
+def scaled_gram_kernel(k_ptr, beta_ptr, a_ptr, T, K: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr):
+    """A = tril(beta[:, None] * k k^T, -1) over K blocks for one chunk of BT rows (fla's
+    `chunk_scaled_dot_kkt`): the loaded tile is both operands of one dot, once transposed."""
+    o_t = tl.arange(0, BT)
+    m_t = o_t < T
+    acc = tl.zeros([BT, BT], dtype=tl.float32)
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k = i_k * BK + tl.arange(0, BK)
+        b_k = tl.load(k_ptr + o_t[:, None] * K + o_k[None, :], mask=m_t[:, None] & (o_k < K)[None, :], other=0.0)
+        acc = tl.dot(b_k, tl.trans(b_k), acc)
+    acc *= tl.load(beta_ptr + o_t, mask=m_t, other=0.0)[:, None]
+    acc = tl.where((o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :], acc, 0)
+    tl.store(a_ptr + o_t[:, None] * BT + o_t[None, :], acc, mask=m_t[:, None])

@@ -7,7 +7,8 @@ sequence lengths that leave the last chunk partly masked."""
 import numpy as np
 import pytest
 
-from dot_kernels import chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, key_gated_state_kernel, two_dots_kernel
+from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, key_gated_state_kernel,
+                         scaled_gram_kernel, two_dots_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -50,6 +51,21 @@ def test_a_tile_feeding_two_dots_loaded_and_transposed(device, N):
         want_u += pa.T @ pb
     np.testing.assert_allclose(device.numpy(s), a64 @ b64.T, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(device.numpy(u), want_u, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("T", [64, 50])
+def test_scaled_gram_matrix(device, T):
+    """One tile as both operands of a dot, once transposed; rows past T masked."""
+    K, BT, BK = 128, 64, 32
+    k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
+    beta = RNG.uniform(0, 1, T).astype(np.float32)
+    out = device.tensor(np.full((BT, BT), 7.0, np.float32))
+    scaled_gram_kernel[(1,)](device.tensor(k), device.tensor(beta), out, T, K=K, BT=BT, BK=BK)
+    k64 = k.astype(np.float64)
+    want = np.full((BT, BT), 7.0)
+    want[:T] = 0.0
+    want[:T, :T] = np.tril(beta[:, None] * (k64 @ k64.T), -1)
+    np.testing.assert_allclose(device.numpy(out), want, rtol=2e-3, atol=2e-3)
 
 
 def chunk_dq_dk_reference(q, k, v, do, h, dh):

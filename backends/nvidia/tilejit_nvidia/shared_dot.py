@@ -333,29 +333,49 @@ class _Buffer:
 
 
 def _dot_views(load) -> list:
-    """[(convert, transposed)] when every use of a read-back load is a conversion to a version-3
-    dot operand, directly or through one `tt.trans` whose uses all are (fla's `b_v`, A of one dot and
-    `tl.trans(b_v)` B of another), else []."""
+    """[(convert, transposed)] when every use of a read-back load is a conversion to an mma.sync or
+    wgmma dot operand, directly or through one `tt.trans` whose uses all are (fla's `b_v`, A of one
+    dot and `tl.trans(b_v)` B of another; `tl.dot(b_k, tl.trans(b_k))`), else []."""
     from tilejit.gpu.layouts import DotOperandEncoding
 
     from .layouts import NvidiaMmaEncoding
 
-    def is_v3_operand(op):
+    def is_mma_operand(op):
         enc = op.results[0].type.encoding if op.name == "ttg.convert_layout" else None
         return (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
-                and enc.parent.version_major == 3 and op.parent is load.parent)
+                and op.parent is load.parent)
     views = []
     for user, _ in load.results[0].uses:
         if user.name == "tt.trans" and user.parent is load.parent and user.results[0].uses:
             inner = [u for u, _ in user.results[0].uses]
-            if not all(is_v3_operand(u) for u in inner):
+            if not all(is_mma_operand(u) for u in inner):
                 return []
             views += [(u, True) for u in inner]
-        elif is_v3_operand(user):
+        elif is_mma_operand(user):
             views.append((user, False))
         else:
             return []
     return views
+
+
+def _ldmatrix_views(self, buf, load_views) -> dict:
+    """{id(convert): (tile, plan)} reading each view of a read-back 16-bit tile in place with
+    ldmatrix (the transposed ones through the transposed tile), when every view is an mma.sync
+    operand that ldmatrix can fill; else {} (the tile is read back and converted)."""
+    from .layouts import NvidiaMmaEncoding
+    if buf.wgmma or buf.elem_bytes != 2 or not buf.tile.fits():
+        return {}
+    found = {}
+    for view, transposed in load_views:
+        enc = view.results[0].type.encoding
+        if not isinstance(enc.parent, NvidiaMmaEncoding) or enc.parent.version_major != 2:
+            return {}
+        tile = buf.tile.transposed() if transposed else buf.tile
+        plan = plan_ldmatrix(self.layout(view.results[0].type), enc.op_idx, tile.inner)
+        if plan is None:
+            return {}
+        found[id(view)] = (tile, plan)
+    return found
 
 
 def _wgmma_converts(self, pipe):
@@ -544,13 +564,19 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
     buffers, offset = [], (region_start + align - 1) // align * align
-    views = {}   # id(view convert) -> (buffer, transposed): a read-back tile its dots read in place
+    # id(view convert) -> (buffer, tile, ldmatrix plan or None for wgmma): a read-back tile its dots
+    # read in place, the transposed views through the transposed tile
+    views = {}
     for load, convert in zip(pipe.loads, pipe.converts):
         load_views = _dot_views(load) if convert is None else []
         chosen = [(v, t) for v, t in load_views if id(v) in wgmma]
         buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma or bool(chosen))
         buf.in_place = bool(chosen) and len(chosen) == len(load_views)   # no thread reads it back
-        views.update((id(v), (buf, t)) for v, t in chosen)
+        views.update((id(v), (buf, buf.tile.transposed() if t else buf.tile, None)) for v, t in chosen)
+        read_by_ldmatrix = _ldmatrix_views(self, buf, load_views)
+        if read_by_ldmatrix:
+            buf.in_place = True
+            views.update((key, (buf, tile, plan)) for key, (tile, plan) in read_by_ldmatrix.items())
         buffers.append(buf)
         offset += (buf.nbytes + align - 1) // align * align
     glob = self.smem_base(offset - region_start)
@@ -624,10 +650,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             continue
         if inner.name == "tt.trans" and id(inner.operands[0].owner) in in_place:
             continue   # every use reads the transposed tile in place
-        buf, transposed = views.get(id(inner), (convert_of.get(id(inner)), False))
+        buf = convert_of.get(id(inner))
+        buf, tile, plan = views.get(id(inner), (buf, buf and buf.tile, buf and buf.plan))
         if buf is not None and buf.wgmma:
             from .wgmma import WgmmaOperand
-            tile = buf.tile.transposed() if transposed else buf.tile
             self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
                 tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
                 inner.results[0].type.encoding.op_idx)
@@ -635,8 +661,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         if buf is not None:
             result = inner.results[0]
             base = buf.stage_base(a, read_stage)
-            operand = (LazyDotOperand(self, buf.tile, buf.plan, result.type, base) if buf.plan is not None
-                       else PlainDotOperand(self, buf.tile, result.type, base))
+            operand = (LazyDotOperand(self, tile, plan, result.type, base) if plan is not None
+                       else PlainDotOperand(self, tile, result.type, base))
             if _feeds_only_dots(result):
                 self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
             else:
