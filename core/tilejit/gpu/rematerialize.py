@@ -17,7 +17,11 @@ _CHEAP_ELEMENTWISE = ("arith.addi", "arith.subi", "arith.muli", "arith.andi", "a
                       "arith.shli", "arith.shrui", "arith.shrsi", "arith.cmpi", "arith.select", "tt.addptr",
                       "arith.extsi", "arith.extui", "arith.trunci", "arith.remsi", "arith.remui",
                       "arith.divsi", "arith.divui")
-MAX_OPS = 12   # more than this many ops to recompute: the conversion is kept
+# More than this many ops to recompute: the conversion is kept. Most of a chain's ops are on vectors
+# (make_range, compares, expand_dims); fla's gla state loop shares one mask, about 20 ops from the
+# induction variable, between a bf16 and an fp32 tile of different layouts: converting it took two
+# barriers every iteration.
+MAX_OPS = 24
 
 
 def _may_write(op: ir.Operation) -> bool:
