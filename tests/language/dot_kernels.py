@@ -160,3 +160,24 @@ def scaled_gram_kernel(k_ptr, beta_ptr, a_ptr, T, K: tl.constexpr, BT: tl.conste
     acc *= tl.load(beta_ptr + o_t, mask=m_t, other=0.0)[:, None]
     acc = tl.where((o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :], acc, 0)
     tl.store(a_ptr + o_t[:, None] * BT + o_t[None, :], acc, mask=m_t[:, None])
+
+
+@tilejit.jit
+def gated_tf32_dot_kernel(q_ptr, k_ptr, g_ptr, a_ptr, K, BC: tl.constexpr, BK: tl.constexpr):
+    """A = sum over K blocks of (q * exp2(g - gn)) (k * exp2(gn - g))^T with gn the gates' first row
+    (gla's `intra_sub_inter`): an fp32 (tf32) dot whose operands are computed from 16-bit and fp32
+    tiles and a vector, k and its gates loaded transposed."""
+    o_i = tl.arange(0, BC)
+    acc = tl.zeros([BC, BC], dtype=tl.float32)
+    for i_k in range(tl.cdiv(K, BK)):
+        o_k = i_k * BK + tl.arange(0, BK)
+        m_k = o_k < K
+        b_gn = tl.load(g_ptr + o_k, mask=m_k, other=0)
+        b_q = tl.load(q_ptr + o_i[:, None] * K + o_k[None, :], mask=m_k[None, :], other=0.0)
+        b_g = tl.load(g_ptr + o_i[:, None] * K + o_k[None, :], mask=m_k[None, :], other=0.0)
+        b_qg = b_q * tl.exp2(b_g - b_gn[None, :])
+        b_k = tl.load(k_ptr + o_k[:, None] + o_i[None, :] * K, mask=m_k[:, None], other=0.0)
+        b_gk = tl.load(g_ptr + o_k[:, None] + o_i[None, :] * K, mask=m_k[:, None], other=0.0)
+        b_kg = b_k * tl.exp2(b_gn[:, None] - b_gk)
+        acc = tl.dot(b_qg, b_kg, acc)
+    tl.store(a_ptr + o_i[:, None] * BC + o_i[None, :], acc)

@@ -7,8 +7,8 @@ sequence lengths that leave the last chunk partly masked."""
 import numpy as np
 import pytest
 
-from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, key_gated_state_kernel,
-                         scaled_gram_kernel, two_dots_kernel)
+from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
+                         key_gated_state_kernel, scaled_gram_kernel, two_dots_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -66,6 +66,21 @@ def test_scaled_gram_matrix(device, T):
     want[:T] = 0.0
     want[:T, :T] = np.tril(beta[:, None] * (k64 @ k64.T), -1)
     np.testing.assert_allclose(device.numpy(out), want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("K", [64, 48])
+def test_gated_tf32_dot(device, K):
+    """fp32 operands computed from a 16-bit tile, an fp32 gate tile and a gate vector (tf32 dot)."""
+    BC, BK = 16, 32
+    q = RNG.uniform(-1, 1, (BC, K)).astype(np.float16)
+    k = RNG.uniform(-1, 1, (BC, K)).astype(np.float16)
+    g = RNG.uniform(-1, 0, (BC, K)).astype(np.float32)
+    out = device.zeros((BC, BC), np.float32)
+    gated_tf32_dot_kernel[(1,)](device.tensor(q), device.tensor(k), device.tensor(g), out, K, BC=BC, BK=BK)
+    g64 = g.astype(np.float64)
+    qg = q.astype(np.float64) * np.exp2(g64 - g64[:1])
+    kg = k.astype(np.float64) * np.exp2(g64[:1] - g64)
+    np.testing.assert_allclose(device.numpy(out), qg @ kg.T, rtol=1e-2, atol=1e-2)
 
 
 def chunk_dq_dk_reference(q, k, v, do, h, dh):

@@ -21,6 +21,7 @@ from typing import List, Optional, Set
 from tilejit import ir
 from tilejit.gpu.axis_info import AxisAnalysis, vector_width
 from tilejit.gpu.layouts import DotOperandEncoding
+from tilejit.gpu.operand_hoist import hoist_operand_conversion, operand_conversions
 
 from .layouts import NvidiaMmaEncoding
 from .shared_operands import SwizzledTile, WgmmaTile, plan_ldmatrix
@@ -74,6 +75,16 @@ def _dot_operand_convert(load: ir.Operation) -> Optional[ir.Operation]:
             or not isinstance(enc.parent, NvidiaMmaEncoding)):
         return None
     return user
+
+
+def _buffer_convert(load: ir.Operation) -> Optional[ir.Operation]:
+    """The dot-operand conversion the lowering reads a pipelined load's buffer for (ldmatrix, or
+    wgmma's descriptors); None for a tile read back in a layout: its own, or that of the conversions
+    it has (an fp32 tile in an mma.sync operand layout: `_read_in_layout`)."""
+    convert = _dot_operand_convert(load)
+    if convert is not None and element_bytes(load) == 4 and convert.results[0].type.encoding.parent.version_major == 2:
+        return None
+    return convert
 
 
 def feeds_dot_through_elementwise(load: ir.Operation) -> bool:
@@ -144,6 +155,8 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
         return (elem in ("f16", "bf16", "f32") and inner is not None and vec * eb >= 4
                 and SwizzledTile(tuple(res.shape), inner, eb).fits() and feeds_dot_through_elementwise(load))
     enc = convert.results[0].type.encoding
+    if elem == "f32" and enc.parent.version_major == 2:   # read straight into its layout (`_reads_into`)
+        return inner is not None and SwizzledTile(tuple(res.shape), inner, 4).fits()
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
         return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None
     if elem == "f64":   # DMMA's operands: 16-byte copies in, plain shared loads out (no ldmatrix)
@@ -242,7 +255,7 @@ def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
     if not loads or found is None:
         return None
     slice_ops, args = found
-    converts = [_dot_operand_convert(op) for op in loads]
+    converts = [_buffer_convert(op) for op in loads]
     dead = _dead_carries(loop, args, loads, slice_ops)
     return LoopPipeline(loop, int(stages), loads, converts, slice_ops, args,
                         _main_skip(body, loads, slice_ops, frozenset(dead)), dead)
@@ -275,9 +288,49 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
             stages -= 1
         if per_stage * stages > budget:
             continue
+        _read_operands_from_buffers(analysis, body, loads)
         for op in loads:
             op.attrs[PIPELINED] = True
         loop.attrs[NUM_STAGES] = stages
+
+
+def _reads_into(analysis: AxisAnalysis, load: ir.Operation, enc) -> bool:
+    """Whether a pipelined load's buffer can be read straight into `enc`, an mma.sync operand layout:
+    16-bit tiles with ldmatrix, fp32 tiles with plain shared loads (`_read_in_layout`)."""
+    if not (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
+            and enc.parent.version_major == 2):
+        return False
+    res = load.results[0].type
+    inner, vec = copy_vector(analysis, load)
+    if element_bytes(load) == 4:
+        return inner is not None
+    return (element_bytes(load) == 2 and inner is not None and vec >= 2
+            and plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None)
+
+
+def _read_operands_from_buffers(analysis: AxisAnalysis, body: ir.Block, loads) -> None:
+    """A tf32 mma.sync operand computed in the loop from pipelined tiles (gla's
+    `b_q * exp2(b_g - b_gn[None, :]) * scale` into `tl.dot(b_qg, b_kg)`) is computed in the operand
+    layout instead, its tiles read from their buffers straight into it (`operand_hoist`): a 32-bit
+    tile has no ldmatrix, and its conversion went element by element through shared memory every
+    iteration (gla's `intra_sub_inter` 30.4 -> 20.1 us on an H100, Triton 21.7).
+
+    Not for 16-bit operands: their conversion is vector stores and ldmatrix, and computing the
+    chain in the operand layout made fla's bf16 state recurrences slower on the H100 (retention's
+    `chunk_fwd_kernel_h` 57.8 -> 65.5 us, gla's `chunk_bwd_kernel_dh` 47.5 -> 64.7), though it has
+    fewer barriers: the gate tiles are then read one element at a time, and the products are
+    rounded to bf16 one by one instead of in pairs.
+
+    Nor where the operand layout holds more elements a thread than the chain's own (an A operand
+    shared by the warps along N): each warp would compute the whole chain again."""
+    chosen = {id(op) for op in loads}
+    for conv in operand_conversions(body):
+        src_t, dst_t = conv.operands[0].type, conv.results[0].type
+        enc = dst_t.encoding
+        if (isinstance(enc.parent, NvidiaMmaEncoding) and enc.parent.version_major == 2
+                and str(ir.element_type(dst_t)) == "f32"
+                and enc.to_linear(dst_t.shape).num_registers <= src_t.encoding.to_linear(src_t.shape).num_registers):
+            hoist_operand_conversion(conv, lambda load, e: id(load) in chosen and _reads_into(analysis, load, e))
 
 
 @dataclass(frozen=True)

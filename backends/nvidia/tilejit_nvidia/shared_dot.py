@@ -492,15 +492,19 @@ def _issue_copies(self, pipe, buffers, stage, valid):
 
 def _converted_on_read(load):
     """The `ttg.convert_layout` users of a read-back load when every use is one of them and they all
-    convert into the same (not dot-operand) type: the tile is then read back in that layout, the
-    conversion through shared memory saved (gla's fp32 gate tile, loaded in its own 16-byte vectors,
-    wanted in the layout of the bf16 k tile it scales). Else []."""
+    convert into the same type (a dot-operand one only for a tile that is not 16-bit, which ldmatrix
+    does not read): the tile is then read back in that layout, the conversion through shared memory
+    saved (gla's fp32 gate tile, loaded in its own 16-byte vectors, wanted in the layout of the bf16
+    k tile it scales, or in that tile's operand layout: `pipeline._read_operands_from_buffers`).
+    Else []."""
     from tilejit.gpu.layouts import DotOperandEncoding
     users = [user for user, _ in load.results[0].uses]
     if not users or any(u.name != "ttg.convert_layout" or u.parent is not load.parent for u in users):
         return []
     wanted = users[0].results[0].type
-    if isinstance(wanted.encoding, DotOperandEncoding) or any(u.results[0].type != wanted for u in users):
+    if isinstance(wanted.encoding, DotOperandEncoding) and element_bytes(load) == 2:
+        return []   # 16-bit operands are read with ldmatrix (`_Buffer.plan`)
+    if any(u.results[0].type != wanted for u in users):
         return []
     return users
 
