@@ -10,6 +10,7 @@ from tilejit.gpu.isa import F32, I32, add_string_attribute, call_intrinsic, type
 from tilejit.gpu.target import TargetDescription
 
 from . import memory_ptx
+from .barriers import USER_BARRIER
 from .inline_ptx import inline_ptx
 
 # math op -> libdevice base name; f32 adds the `f` suffix (`__nv_expf`), f64 uses the bare name.
@@ -157,6 +158,11 @@ class NvidiaISA(TargetDescription):
         if isinstance(last, llir.CallInstr) and getattr(last.callee, "name", None) == "llvm.nvvm.barrier0":
             return
         call_intrinsic(builder, "llvm.nvvm.barrier0", llir.VoidType(), [])
+
+    def user_barrier(self, builder) -> None:
+        # Emitted even right after another barrier, and marked: `drop_unneeded_barriers` keeps it.
+        call = call_intrinsic(builder, "llvm.nvvm.barrier0", llir.VoidType(), [])
+        call.set_metadata(USER_BARRIER, builder.module.add_metadata([]))
 
     def shuffle_xor(self, builder, value_i32, lane_mask: int, lane_id):
         full = llir.Constant(I32, -1)

@@ -6,6 +6,7 @@ wgmma dots are staged into shared memory where they are computed (`wgmma.stage_o
 from __future__ import annotations
 
 from . import shared_dot
+from .barriers import drop_unneeded_barriers
 from .matrix_units import in_loop, untransposed
 from .pipeline import NUM_STAGES
 
@@ -21,6 +22,11 @@ class NvidiaLowering:
         self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
         self.staged_sources = {}      # id(value) -> (its WgmmaTile, its region)
         self._stageable_memo = {}     # id(convert) -> whether it is staged
+
+    def lower(self):
+        fn = super().lower()
+        drop_unneeded_barriers(fn, self.shared_spans)
+        return fn
 
     def lower_pipelined_for(self, op) -> bool:
         return bool(op.attrs.get(NUM_STAGES)) and shared_dot.lower_pipelined_for(self, op)

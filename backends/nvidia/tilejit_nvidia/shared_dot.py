@@ -29,6 +29,7 @@ from tilejit import ir
 from tilejit.errors import CompilationError
 from tilejit.gpu.isa import I32
 from tilejit.gpu.llvm.convert import _run_length
+from tilejit.gpu.llvm.lowering import SCRATCH_END
 from tilejit.gpu.llvm.scalar_ops import llvm_type
 
 from .mma_sync import f64_form
@@ -113,9 +114,10 @@ class LazyDotOperand:
     dot, every fragment of the K tile stays live across the whole dot (matmul's 128x128x64 tile
     needed 176 registers a thread, so one CTA fitted on an SM instead of two)."""
 
-    def __init__(self, lowering, tile: SwizzledTile, plan, dst_type, base_elems):
+    def __init__(self, lowering, tile: SwizzledTile, plan, dst_type, base_elems, span=None):
         self.lowering, self.tile, self.plan = lowering, tile, plan
         self.dst_type, self.base_elems = dst_type, base_elems
+        self.span = span   # the shared bytes the tile lies in (`FunctionLowering.shared_spans`)
         layout = lowering.layout(dst_type)
         self.values = [None] * layout.num_registers
         self._group_of = {}
@@ -141,7 +143,7 @@ class LazyDotOperand:
                 layout = low.layout(self.dst_type)
                 self._warp_part = [low._bit_combination(layout.warps, low.warp, d) for d in range(2)]
             _read_group(low, self.tile, self.plan, self.plan.groups[g], llvm_type(self.dst_type),
-                        self.base_elems, self._warp_part, self.values)
+                        self.base_elems, self._warp_part, self.values, self.span)
         return self.values
 
     def all_values(self):
@@ -154,8 +156,9 @@ class PlainDotOperand:
     registers that sit next to each other in the tile for every thread, the first at an even offset,
     are one 16-byte vector load."""
 
-    def __init__(self, lowering, tile: SwizzledTile, dst_type, base_elems):
+    def __init__(self, lowering, tile: SwizzledTile, dst_type, base_elems, span=None):
         self.lowering, self.tile, self.dst_type, self.base_elems = lowering, tile, dst_type, base_elems
+        self.span = span
         self.layout = lowering.layout(dst_type)
         self.values = [None] * self.layout.num_registers
         offsets = _tile_offsets(self.layout, tile, range(self.layout.num_registers))   # [W, L, R]
@@ -172,7 +175,8 @@ class PlainDotOperand:
         for r in sorted(set(registers)):
             if self.values[r] is not None:
                 continue
-            ptr = low.smem_region_ptr(elem_ty, a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[r]))))
+            ptr = low.smem_region_ptr(elem_ty, a.value(a.add(self.base_elems, self.tile.offset(a, self._coords[r]))),
+                                      self.span)
             if r in self._pairs and self.values[r + 1] is None:
                 pair = low.b.load(ptr, typ=llir.VectorType(elem_ty, 2), align=2 * self.tile.elem_bytes)
                 self.values[r], self.values[r + 1] = (low.b.extract_element(pair, llir.Constant(I32, i))
@@ -185,21 +189,21 @@ class PlainDotOperand:
         return self.fetch(range(len(self.values)))
 
 
-def _read_group(self, tile, plan, group, elem_ty, base_elems, warp_part, out):
+def _read_group(self, tile, plan, group, elem_ty, base_elems, warp_part, out, span=None):
     a = LLVMArith(self.b)
     coords = plan.lane_coords(a, group, self.lane, warp_part)
     index = a.value(a.add(base_elems, tile.offset(a, coords)))
-    ptr = self.smem_region_ptr(elem_ty, index)
+    ptr = self.smem_region_ptr(elem_ty, index, span)
     words = self.isa.load_matrix(self.b, ptr, len(group.jobs), plan.trans)
     for job, word in zip(group.jobs, words):
         for reg, v in zip(job.registers, _split_pair(self, word, elem_ty)):
             out[reg] = v
 
 
-def read_dot_operand(self, tile: SwizzledTile, plan, dst_type, base_elems):
+def read_dot_operand(self, tile: SwizzledTile, plan, dst_type, base_elems, span=None):
     """The registers of `dst_type` (an mma.sync operand layout) read from the tile that starts
     `base_elems` 16-bit elements into shared memory (an int, or an i32 value)."""
-    return LazyDotOperand(self, tile, plan, dst_type, base_elems).all_values()
+    return LazyDotOperand(self, tile, plan, dst_type, base_elems, span).all_values()
 
 
 def _feeds_only_dots(value) -> bool:
@@ -260,7 +264,7 @@ def convert_to_dot_operand(self, value, dst_type, how):
     self.isa.barrier(self.b)
     write_tile(self, values, src, vec, elem_ty, lambda r0: self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0]))))
     self.isa.barrier(self.b)
-    out = read_dot_operand(self, tile, plan, dst_type, self.scratch_offset // 2)
+    out = read_dot_operand(self, tile, plan, dst_type, self.scratch_offset // 2, (self.scratch_offset, SCRATCH_END))
     self.isa.barrier(self.b)
     return out
 
@@ -457,9 +461,10 @@ def _constant_tile_deltas(layout, tile, registers):
     return {r: int(d) for r, d in zip(registers, deltas[0, 0])}
 
 
-def _issue_copies(self, pipe, buffers, stage, valid):
+def _issue_copies(self, pipe, buffers, stage, valid, span):
     """Lower the address slice (bound to the iteration to fetch) and start the cp.async of each
-    pipelined load into its buffer of `stage`; one commit group per iteration."""
+    pipelined load into its buffer of `stage` (the buffers lie in the bytes `span`); one commit
+    group per iteration."""
     a = LLVMArith(self.b)
     for sop in pipe.slice_ops:
         self.lower_op(sop)
@@ -481,7 +486,7 @@ def _issue_copies(self, pipe, buffers, stage, valid):
                 continue
             seen.add(offsets[r0])
             pred = valid if masks is None else self.b.and_(valid, masks[r0])
-            dst = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)))
+            dst = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)), span)
             copy = lambda dst=dst, src=ptrs[r0], pred=pred: self.isa.async_copy(self.b, dst, src, nbytes, pred)  # noqa
             if owner is None:
                 copy()
@@ -509,7 +514,7 @@ def _converted_on_read(load):
     return users
 
 
-def _read_in_layout(self, buf, stage, result_type):
+def _read_in_layout(self, buf, stage, result_type, span):
     """The registers of `result_type`'s layout read from the buffer of `stage` of a read-back load:
     runs of registers along the tile's contiguous dim as one vector (within one 16-byte chunk)."""
     from tilejit.gpu.llvm.convert import _run_length
@@ -521,7 +526,7 @@ def _read_in_layout(self, buf, stage, result_type):
     base = buf.stage_base(a, stage)
     values = [None] * len(layout.register_offsets())
     for r0 in range(0, len(values), run):
-        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(base, buf.tile.offset(a, coords[r0]))))
+        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(base, buf.tile.offset(a, coords[r0]))), span)
         if run == 1:
             values[r0] = self.b.load(ptr, typ=elem_ty, align=buf.elem_bytes)
             continue
@@ -531,7 +536,7 @@ def _read_in_layout(self, buf, stage, result_type):
     return values
 
 
-def _read_back(self, buf, stage):
+def _read_back(self, buf, stage, span):
     """The registers of a pipelined load that has no dot-operand conversion of its own, read from its
     buffer of `stage` in the load's layout: every thread reads the vectors it copied."""
     a = LLVMArith(self.b)
@@ -540,7 +545,7 @@ def _read_back(self, buf, stage):
     elem_ty = llvm_type(buf.load.results[0].type)
     values = [None] * len(layout.register_offsets())
     for r0 in buf.copy_registers:
-        ptr = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)))
+        ptr = self.smem_region_ptr(elem_ty, a.value(offset_of(r0)), span)
         vector = self.b.load(ptr, typ=llir.VectorType(elem_ty, buf.vec), align=buf.vec * buf.elem_bytes)
         for i in range(buf.vec):
             values[r0 + i] = self.b.extract_element(vector, llir.Constant(I32, i))
@@ -588,6 +593,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         glob.align = max(glob.align or 0, ATOM_BYTES)
     self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
+    ring = (region_start, offset)  # the bytes of the ring buffers
     lb, ub, step = (self.get(v)[0] for v in op.operands[:3])
     inits = [self.get(v) for v in op.operand_group("inits")]
     convert_of = {id(buf.convert): buf for buf in buffers if not buf.read_back}
@@ -603,7 +609,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     iv = lb
     for s in range(S - 1):
         bind(iv, look)
-        _issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub))
+        _issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub), ring)
         look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
         iv = self.b.add(iv, step)
     pre, header, body_bb, exit_bb, iv_phi, carried = self.open_loop("pipe", lb, inits)
@@ -626,7 +632,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     def copies_ahead():
         bind(ahead, look_phis)
-        _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub))
+        _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub), ring)
         return {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
 
     if not in_flight:
@@ -643,12 +649,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             buf = read_back_of[id(inner)]
             converts = [] if buf.wgmma else _converted_on_read(inner)
             if converts:
-                values = _read_in_layout(self, buf, read_stage, converts[0].results[0].type)
+                values = _read_in_layout(self, buf, read_stage, converts[0].results[0].type, ring)
                 for conv in converts:
                     self.set(conv.results[0], values)
                     read_converted.add(id(conv))
             elif id(inner) not in in_place:
-                self.set(inner.results[0], _read_back(self, buf, read_stage))
+                self.set(inner.results[0], _read_back(self, buf, read_stage, ring))
             continue
         if id(inner) in pipe.main_skip:
             continue
@@ -665,8 +671,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         if buf is not None:
             result = inner.results[0]
             base = buf.stage_base(a, read_stage)
-            operand = (LazyDotOperand(self, tile, plan, result.type, base) if plan is not None
-                       else PlainDotOperand(self, tile, result.type, base))
+            operand = (LazyDotOperand(self, tile, plan, result.type, base, ring) if plan is not None
+                       else PlainDotOperand(self, tile, result.type, base, ring))
             if _feeds_only_dots(result):
                 self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
             else:

@@ -144,9 +144,19 @@ class TargetDescription(abc.ABC):
     def barrier(self, builder: llir.IRBuilder) -> None:
         """All threads of the CTA wait here; shared memory written before is visible after."""
 
+    def user_barrier(self, builder: llir.IRBuilder) -> None:
+        """`tl.debug_barrier()`: a barrier the target must keep as written (it may also order global
+        memory); the lowering's own barriers (`barrier`) only fence its shared-memory uses."""
+        self.barrier(builder)
+
     @abc.abstractmethod
     def shuffle_xor(self, builder: llir.IRBuilder, value_i32, lane_mask: int, lane_id):
         """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
+
+    def shuffle_idx(self, builder: llir.IRBuilder, value_i32, src_lane):
+        """The i32 that lane `src_lane` (i32) of this warp holds; None where the target has no
+        indexed shuffle (then layout conversions go through shared memory)."""
+        return None
 
     # -- asynchronous copies and matrix loads (where `supports_async_copy`) -------------------------------
     def warp_uniform(self, builder: llir.IRBuilder, value):

@@ -24,6 +24,7 @@ import llvmlite.ir as llir
 
 from ..isa import I32
 from ..linear_layout import LinearLayout
+from ..target import TargetDescription
 from .scalar_ops import llvm_bits, llvm_type
 
 # At most this many destination registers a thread: past it, the shared-memory path's vector
@@ -85,10 +86,10 @@ def _xor_linear(values: List[int]) -> Optional[Tuple[int, List[int]]]:
 def convert_by_shuffles(self, src_value, dst_type) -> Optional[list]:
     """The registers of `src_value` in `dst_type`'s layout, moved by lane shuffles; None when the
     conversion does not qualify (the caller goes through shared memory)."""
-    shuffle = getattr(self.isa, "shuffle_idx", None)
     elem_ty = llvm_type(src_value.type)
-    if shuffle is None or isinstance(elem_ty, llir.PointerType) or llvm_bits(elem_ty) > 32:
-        return None
+    if (type(self.isa).shuffle_idx is TargetDescription.shuffle_idx or isinstance(elem_ty, llir.PointerType)
+            or llvm_bits(elem_ty) > 32):
+        return None   # no indexed shuffle on this target, or a pointer or 64-bit element
     src, dst = self.layout(src_value.type), self.layout(dst_type)
     plan = _linear_plan(src, dst)
     if plan is None:
@@ -99,7 +100,7 @@ def convert_by_shuffles(self, src_value, dst_type) -> Optional[list]:
     for reg, (c0, cs) in plan:
         lane = self._in_prologue(("shuffle_lane", src.num_lanes, c0, cs), lambda c0=c0, cs=cs: _source_lane(
             self.b, self._thread_index(src.num_lanes, src.num_warps), c0, cs))
-        word = shuffle(self.b, _to_i32(self.b, values[reg], bits), lane)
+        word = self.isa.shuffle_idx(self.b, _to_i32(self.b, values[reg], bits), lane)
         out.append(_from_i32(self.b, word, values[reg].type, bits))
     return out
 

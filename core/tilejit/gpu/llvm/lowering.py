@@ -86,6 +86,10 @@ def equal_registers(layout: LinearLayout, constancy) -> Optional[Tuple[int, ...]
     return leaders
 
 
+# The scratch's end in `shared_spans`: a use of the scratch may reach any byte above where it starts.
+SCRATCH_END = 1 << 40
+
+
 class FunctionLowering(TensorOps):
     def __init__(self, module: llir.Module, func: ir.Operation, isa: TargetDescription, num_warps: int, ir_module,
                  fp_fusion: bool = True):
@@ -106,6 +110,9 @@ class FunctionLowering(TensorOps):
         # Where the scratch of conversions and reductions starts: after the ring buffers of the
         # pipelined loop being lowered (those stay live across the whole loop), else at 0.
         self.scratch_offset = 0
+        # id(shared pointer) -> (first byte, end byte) of the shared memory accesses through it may
+        # touch, where known: a target's barrier placement may tell the scratch from ring buffers.
+        self.shared_spans: Dict[int, tuple] = {}
         # Thread-index arithmetic (per layout), emitted once in the entry block: see `_in_prologue`.
         self._prologue_values: Dict[tuple, object] = {}
         self.prologue: llir.Block = None
@@ -247,11 +254,17 @@ class FunctionLowering(TensorOps):
         base = self.smem_base(0)
         if self.scratch_offset:
             base = self.b.gep(base, [llir.Constant(I32, self.scratch_offset)], source_etype=llir.IntType(8))
-        return self.b.gep(base, [index], source_etype=elem_ty)
+        ptr = self.b.gep(base, [index], source_etype=elem_ty)
+        self.shared_spans[id(ptr)] = (self.scratch_offset, SCRATCH_END)
+        return ptr
 
-    def smem_region_ptr(self, elem_ty, index):
-        """Element `index` (i32) counted from the start of shared memory (the pipeline's buffers)."""
-        return self.b.gep(self.smem_base(0), [index], source_etype=elem_ty)
+    def smem_region_ptr(self, elem_ty, index, span=None):
+        """Element `index` (i32) counted from the start of shared memory (the pipeline's buffers);
+        `span`: the bytes [first, end) its accesses stay in, where the caller knows them."""
+        ptr = self.b.gep(self.smem_base(0), [index], source_etype=elem_ty)
+        if span is not None:
+            self.shared_spans[id(ptr)] = span
+        return ptr
 
     # --- blocks and control flow -----------------------------------------------------------------
     def lower_block(self, block: ir.Block) -> None:

@@ -112,7 +112,7 @@ class TensorOps:
         pass
 
     def lower_barrier(self, op):
-        self.isa.barrier(self.b)
+        self.isa.user_barrier(self.b)
 
     def lower_expand_dims(self, op):
         # A slice of P expanded back is P on a shape with a 1: the registers are the same list.
