@@ -84,11 +84,6 @@ class AmdISA(TargetDescription):
         addr = builder.shl(partner, llir.Constant(I32, 2))
         return call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, value_i32])
 
-    def shuffle_idx(self, builder, value_i32, src_lane):
-        """The value of `value_i32` in lane `src_lane` (i32) of this wavefront."""
-        addr = builder.shl(src_lane, llir.Constant(I32, 2))
-        return call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, value_i32])
-
     def math_symbol(self, op_name: str, type_) -> Optional[Tuple[str, str]]:
         suffix = type_suffix(type_)
         if suffix in ("f64", "f32"):

@@ -169,11 +169,6 @@ class NvidiaISA(TargetDescription):
         return call_intrinsic(builder, "llvm.nvvm.shfl.sync.bfly.i32", I32,
                               [full, value_i32, llir.Constant(I32, lane_mask), llir.Constant(I32, 0x1F)])
 
-    def shuffle_idx(self, builder, value_i32, src_lane):
-        """The value of `value_i32` in lane `src_lane` (i32) of this warp."""
-        return call_intrinsic(builder, "llvm.nvvm.shfl.sync.idx.i32", I32,
-                              [llir.Constant(I32, -1), value_i32, src_lane, llir.Constant(I32, 0x1F)])
-
     def warp_uniform(self, builder, value):
         # ptxas cannot tell that tid / 32 is warp-uniform; lane 0's copy through shfl.sync.idx is, so
         # what derives from it (wgmma descriptors, shared addresses) can live in uniform registers

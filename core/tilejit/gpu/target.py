@@ -153,11 +153,6 @@ class TargetDescription(abc.ABC):
     def shuffle_xor(self, builder: llir.IRBuilder, value_i32, lane_mask: int, lane_id):
         """The i32 that lane `lane_id ^ lane_mask` holds (a butterfly exchange within a warp)."""
 
-    def shuffle_idx(self, builder: llir.IRBuilder, value_i32, src_lane):
-        """The i32 that lane `src_lane` (i32) of this warp holds; None where the target has no
-        indexed shuffle (then layout conversions go through shared memory)."""
-        return None
-
     # -- asynchronous copies and matrix loads (where `supports_async_copy`) -------------------------------
     def warp_uniform(self, builder: llir.IRBuilder, value):
         """`value`, known by the compiler to be the same in every lane of a warp (the warp index):

@@ -186,10 +186,6 @@ class TensorOps:
         if how is not None:   # into an mma.sync operand: swizzled tile + ldmatrix
             self.set(op.result, self.convert_to_dot_operand(op.operands[0], op.result.type, how))
             return
-        shuffled = self.convert_by_shuffles(op.operands[0], op.result.type)
-        if shuffled is not None:   # every element comes from a lane of the thread's own warp
-            self.set(op.result, shuffled)
-            return
         self.set(op.result, self.convert_through_shared(op.operands[0], op.result.type))
 
     def lower_reshape(self, op):
@@ -616,7 +612,6 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .convert import convert_through_shared   # noqa: E402
-    from .convert_shuffle import convert_by_shuffles, thread_index as _thread_index   # noqa: E402
 
     # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
     def lower_pipelined_for(self, op) -> bool:
