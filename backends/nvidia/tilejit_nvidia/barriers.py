@@ -123,41 +123,23 @@ def _predecessors(func) -> Dict[int, list]:
     return preds
 
 
-def _forward(block, start: int, accesses: _Accesses) -> Set[Access]:
-    """The accesses on every path from instruction `start` of `block` up to a barrier."""
-    found, work, seen = set(), [(block, start)], set()
+def _accesses_to_barriers(block, index: int, accesses: _Accesses, forward: bool, preds) -> Set[Access]:
+    """The accesses on any path from instruction `index` of `block` to the nearest barriers: from it
+    on (`forward`), or before it."""
+    found, work, seen = set(), [(block, index)], set()
     while work:
-        blk, index = work.pop()
-        for instr in blk.instructions[index:]:
+        blk, at = work.pop()
+        for instr in (blk.instructions[at:] if forward else reversed(blk.instructions[:at])):
             if is_barrier(instr):
                 break
             access = accesses.of(instr)
             if access is not None:
                 found.add(access)
         else:
-            for succ in _successors(blk.terminator):
-                if id(succ) not in seen:
-                    seen.add(id(succ))
-                    work.append((succ, 0))
-    return found
-
-
-def _backward(block, end: int, accesses: _Accesses, preds) -> Set[Access]:
-    """The accesses on every path into instruction `end` of `block`, back to a barrier."""
-    found, work, seen = set(), [(block, end)], set()
-    while work:
-        blk, index = work.pop()
-        for instr in reversed(blk.instructions[:index]):
-            if is_barrier(instr):
-                break
-            access = accesses.of(instr)
-            if access is not None:
-                found.add(access)
-        else:
-            for pred in preds[id(blk)]:
-                if id(pred) not in seen:
-                    seen.add(id(pred))
-                    work.append((pred, len(pred.instructions)))
+            for nxt in (_successors(blk.terminator) if forward else preds[id(blk)]):
+                if id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    work.append((nxt, 0 if forward else len(nxt.instructions)))
     return found
 
 
@@ -172,8 +154,8 @@ def drop_unneeded_barriers(func: llir.Function, spans: Optional[Dict[int, tuple]
         while index < len(block.instructions):
             instr = block.instructions[index]
             if is_barrier(instr) and not _is_user_barrier(instr):
-                before = _backward(block, index, accesses, preds)
-                after = _forward(block, index + 1, accesses)
+                before = _accesses_to_barriers(block, index, accesses, False, preds)
+                after = _accesses_to_barriers(block, index + 1, accesses, True, preds)
                 if not any(_conflict(a, b) for a in before for b in after):
                     del block.instructions[index]
                     removed += 1
