@@ -57,6 +57,7 @@ class _Accesses:
 
     def __init__(self, spans: Dict[int, tuple]):
         self.spans = spans
+        self._memo: Dict[int, Optional[Access]] = {}   # each barrier's walks revisit the same code
 
     def span_of(self, value) -> Optional[Tuple[int, int]]:
         """The span tagged on `value` or on the pointer it was cast or offset from; None: unknown."""
@@ -72,6 +73,12 @@ class _Accesses:
 
     def of(self, instr) -> Optional[Access]:
         """The access `instr` makes, or None when it touches no shared memory."""
+        key = id(instr)
+        if key not in self._memo:
+            self._memo[key] = self._classify(instr)
+        return self._memo[key]
+
+    def _classify(self, instr) -> Optional[Access]:
         if isinstance(instr, llir.LoadInstr):
             ptr, write = instr.operands[0], False
         elif isinstance(instr, llir.StoreInstr):
