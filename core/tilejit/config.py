@@ -176,6 +176,13 @@ class Knobs:
         return _flag("TILEJIT_AUTOTUNE_INTERPRETER")
 
     @property
+    def print_autotuning(self) -> bool:
+        """TILEJIT_PRINT_AUTOTUNING, or Triton's TRITON_PRINT_AUTOTUNING: after an autotuner has timed
+        its configs for a new key, print the kernel, the key, the tuning time and the config chosen
+        (Triton's message), so that a user sees what each compiler picked."""
+        return _flag("TILEJIT_PRINT_AUTOTUNING") or _flag("TRITON_PRINT_AUTOTUNING")
+
+    @property
     def autotune_compile_workers(self) -> int:
         """TILEJIT_AUTOTUNE_COMPILE_WORKERS: how many configs the autotuner compiles at once before it
         times them (default: the CPU count, at most 8); 0 or 1 compiles them one by one, as each is
@@ -214,7 +221,7 @@ class Knobs:
         """Every knob with its current value (for `tilejit backends` and bug reports)."""
         names = ("cache_dir", "cache_max_bytes", "cache_strict", "always_compile", "dump_dir", "target",
                  "interpret", "ptxas", "lld", "debug", "sanitize", "fp32_default", "autotune_interpreter",
-                 "autotune_compile_workers", "autotune_compile_processes")
+                 "print_autotuning", "autotune_compile_workers", "autotune_compile_processes")
         return {name: getattr(self, name) for name in names}
 
 

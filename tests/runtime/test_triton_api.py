@@ -215,3 +215,30 @@ def test_autotune_interpreter_knob_times_every_config(monkeypatch):
         launch(100)
     assert tuned.configs_timings is not None and len(tuned.configs_timings) == 4
     assert runs[0] > 7 and tilejit.knobs.autotune_interpreter  # the timed runs launched it many times
+
+
+def test_print_autotuning_knob_reports_the_choice_once_per_key(monkeypatch, capsys):
+    monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
+    runs = []
+    tuned, launch = _tuned(runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        launch(100)
+        launch(100)   # the same key: the cached choice, nothing printed
+        launch(300)   # a new key: tuned and printed again
+    lines = capsys.readouterr().out.splitlines()
+    chosen = [line for line in lines if line.startswith("best config selected:")]
+    assert chosen == [f"best config selected: {tuned.best_config};"] * 2
+    assert "BLOCK: 16" in chosen[0]
+    assert lines.count("Triton autotuning for function copy,") == 2
+
+
+def test_print_autotuning_is_triton_knobs_autotuning_print(monkeypatch):
+    monkeypatch.delenv("TRITON_PRINT_AUTOTUNING", raising=False)
+    monkeypatch.delenv("TILEJIT_PRINT_AUTOTUNING", raising=False)
+    from tilejit.compat.knobs import autotuning
+    with autotuning.scope():
+        assert autotuning.print is False
+        autotuning.print = True
+        assert tilejit.knobs.print_autotuning and autotuning.print is True
+    assert not tilejit.knobs.print_autotuning

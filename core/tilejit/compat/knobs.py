@@ -102,7 +102,7 @@ class language_knobs(_Namespace):
 
 class autotuning_knobs(_Namespace):
     cache = False
-    print = False
+    print = _Env("TILEJIT_PRINT_AUTOTUNING", lambda: _tilejit_knobs.print_autotuning)
 
 
 class build_knobs(_Namespace):

@@ -413,6 +413,9 @@ class Autotuner(KernelInterface):
             self.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()}, reset_only=True)
             if self._use_disk_cache():
                 self._store_best(key, config)
+            if getattr(compiler._knobs(), "print_autotuning", False):
+                print(f"Triton autotuning for function {self.__name__},\nwith key as {key},\n"
+                      f"finished after {self.bench_time:.2f}s,\nbest config selected: {config};")
         return config
 
     def run(self, *args, **kwargs):
