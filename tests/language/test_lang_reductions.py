@@ -333,3 +333,44 @@ def test_chained_reductions_of_a_permuted_5d_block(device):
     out = device.zeros((2, 32), np.int32)
     _chained_sums_5d[(1,)](device.tensor(x), out, *shape)
     np.testing.assert_array_equal(device.numpy(out), np.transpose(x, (4, 0, 1, 3, 2)).sum(0).sum(2).sum(0))
+
+
+@tilejit.jit
+def _row_norm_backward_kernel(x_ptr, dy_ptr, rstd_ptr, dx_ptr, dw_ptr, n_rows, n_cols,
+                              ROWS_PER_PROGRAM: tl.constexpr, BLOCK: tl.constexpr):
+    """A layer-norm-like backward (Liger's shape): per row, 16-bit loads, two row sums and a stored
+    row; across rows, an fp32 accumulator stored once after the loop."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    dw_acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for row in range(pid * ROWS_PER_PROGRAM, min((pid + 1) * ROWS_PER_PROGRAM, n_rows)):
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + row)
+        x_hat = x * rstd
+        c1 = tl.sum(x_hat * dy, axis=0) / n_cols
+        c2 = tl.sum(dy, axis=0) / n_cols
+        tl.store(dx_ptr + row * n_cols + cols, ((dy - (x_hat * c1 + c2)) * rstd).to(tl.float16), mask=mask)
+        dw_acc += dy * x_hat
+    tl.store(dw_ptr + pid * n_cols + cols, dw_acc, mask=mask)
+
+
+def test_row_loop_with_an_accumulator_stored_after_it(device):
+    n_rows, n_cols, per_program = 10, 200, 4
+    x = RNG.standard_normal((n_rows, n_cols)).astype(np.float16)
+    dy = RNG.standard_normal((n_rows, n_cols)).astype(np.float16)
+    rstd = RNG.uniform(0.5, 2.0, n_rows).astype(np.float32)
+    programs = -(-n_rows // per_program)
+    dx = device.zeros((n_rows, n_cols), np.float16)
+    dw = device.zeros((programs, n_cols), np.float32)
+    _row_norm_backward_kernel[(programs,)](device.tensor(x), device.tensor(dy), device.tensor(rstd), dx, dw,
+                                           n_rows, n_cols, ROWS_PER_PROGRAM=per_program, BLOCK=256)
+    x_hat = x.astype(np.float32) * rstd[:, None]
+    dyf = dy.astype(np.float32)
+    c1 = (x_hat * dyf).sum(axis=1, keepdims=True) / n_cols
+    c2 = dyf.sum(axis=1, keepdims=True) / n_cols
+    np.testing.assert_allclose(device.numpy(dx).astype(np.float32), (dyf - (x_hat * c1 + c2)) * rstd[:, None],
+                               rtol=1e-2, atol=1e-2)
+    want_dw = np.stack([(dyf * x_hat)[p * per_program:(p + 1) * per_program].sum(axis=0) for p in range(programs)])
+    np.testing.assert_allclose(device.numpy(dw), want_dw, rtol=1e-4, atol=1e-4)

@@ -455,7 +455,9 @@ class _AssignLayouts(_Layouts):
         elif isinstance(op, ir.Operation) and op.name == "tt.load":
             result = self.access_layouts.get(id(op))   # its coalesced layout, before the walk reaches it
         elif isinstance(op, ir.Operation) and depth < 64:
-            if op.name in ("arith.constant", "tt.splat", "tt.make_range", "tt.broadcast"):
+            if op.name == "scf.for":
+                result = self._loop_result_source(op, v, memo, depth)
+            elif op.name in ("arith.constant", "tt.splat", "tt.make_range", "tt.broadcast"):
                 # a broadcast is as cheap in any layout: its smaller source follows
                 result = _NEUTRAL
             elif ir.op_info(op.name).elementwise and not op.regions:
@@ -467,6 +469,23 @@ class _AssignLayouts(_Layouts):
                 result = _NEUTRAL if not found else found.pop() if len(found) == 1 else None
         memo[key] = result
         return result
+
+    def _loop_result_source(self, loop: ir.Operation, v: ir.Value, memo: dict, depth: int):
+        """`_source_layout` of a loop's result: that of the value the body yields for it, the loop's
+        own carried value counting as neutral (a recurrence such as Liger's layer-norm backward's
+        `dW_row += dy * x_hat` follows the loads it adds), and of the value it starts from. A store
+        after the loop then converts the result once, instead of the body converting its loaded
+        tiles into the store's layout every iteration (four conversions a row there, as Triton)."""
+        k = loop.results.index(v)
+        body = loop.regions[0].blocks[0]
+        yielded = body.ops[-1].operands[k] if body.ops and body.ops[-1].name == "scf.yield" else None
+        if yielded is None or not _is_tensor(yielded) or yielded.type.shape != v.type.shape:
+            return None
+        inner = {id(body.args[k + 1]): _NEUTRAL}   # the carried value: its own memo, not the caller's
+        found = {self._source_layout(yielded, inner, depth + 1),
+                 self._source_layout(loop.operand_group("inits")[k], memo, depth + 1)}
+        found.discard(_NEUTRAL)
+        return _NEUTRAL if not found else found.pop() if len(found) == 1 else None
 
     def forward(self, block: ir.Block) -> None:
         for arg in block.args:
