@@ -13,7 +13,11 @@ every op runs on both, forward and backward, on the same inputs:
   and forward+backward (output gradients made once on the device), the implementations timed in
   alternating rounds; with both implementations the speed ratio Triton time / tilejit time is
   printed per op (above 1: tilejit faster). On CUDA that is issue 12's item 5; on the CPU it compares
-  the two interpreters.
+  the two interpreters;
+- on CUDA, the same ratio of device time (`fwd k x`, `f+b k x`): the kernels each call launched,
+  summed by torch.profiler over --kernel-reps calls. The wall times above include the host's launch
+  work and move with it (the same op has read 0.77 and 1.07 in two runs); the device time measures
+  the compiled kernels alone.
 
 The library is found installed (`import liger_kernel`) or as a wheel in --wheels (default
 $TILEJIT_WHEELS or /work/scratch/wheels): a pure-Python wheel is importable from the zip itself.
@@ -352,6 +356,23 @@ def time_interleaved(timers: dict, device, reps, rounds=5) -> dict:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def kernel_seconds(timer, reps) -> dict:
+    """{kernel: device seconds per call} of the kernels one call of `timer` ((lib, fn)) launches,
+    from torch.profiler over `reps` calls (after the timing's warm-up, so nothing compiles)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    lib, fn = timer
+    with lib:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+    # kernels, copies and fills only: a host-side op's row would count its kernels twice
+    return {e.key: e.device_time_total / reps / 1e6 for e in prof.key_averages()
+            if e.device_type == DeviceType.CUDA and e.device_time_total > 0}
+
+
 def fwd_bwd_timer(call, inputs):
     """Forward and backward on leaves made once, with the output gradients made once on the device:
     the timed call runs the library's kernels and autograd's bookkeeping, not the host-side random
@@ -405,6 +426,21 @@ def run_case(case, lib, inputs, device, reps):
         return res
 
 
+def _kernel_breakdown(triton: dict, tilejit: dict, below: float = 0.95) -> str:
+    """Lines under an op's row naming each kernel of its forward+backward, with its device
+    microseconds (tilejit, Triton) and ratio, when the op's device-time ratio is under `below`."""
+    if sum(triton.values()) >= below * sum(tilejit.values()):
+        return ""
+    lines = [f"\n    {name[:60]:60} {tilejit.get(name, 0) * 1e6:9.1f} us ({triton.get(name, 0) * 1e6:.1f})"
+             f" {_ratio(triton.get(name, 0), tilejit.get(name, 0))}"
+             for name in sorted(set(triton) | set(tilejit), key=lambda n: -max(triton.get(n, 0), tilejit.get(n, 0)))]
+    return "".join(lines)
+
+
+def _ratio(triton_s: float, tilejit_s: float) -> str:
+    return f"{triton_s / tilejit_s:.2f}" if tilejit_s > 0 else "-"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impl", choices=("tilejit", "triton", "both"), default=None,
@@ -415,6 +451,8 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="benchmark shapes (default on CUDA)")
     ap.add_argument("--small", action="store_true", help="small shapes even on CUDA")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (CUDA 50, CPU 1)")
+    ap.add_argument("--kernel-reps", type=int, default=10,
+                    help="calls profiled for the device-time ratios (CUDA; 0: none)")
     ap.add_argument("--torch-first", action="store_true",
                     help="import torch._dynamo before `triton` is bound (torch's inductor probes "
                          "triton.backends.compiler / triton.compiler.compiler at import)")
@@ -451,11 +489,15 @@ def main(argv=None) -> int:
           f" {reps} timed reps\n")
 
     header = f"{'op':28}" + "".join(f"{lib.impl:>10} {'1st s':>7} {'fwd ms':>9} {'f+b ms':>9}" for lib in libs)
+    kernel_ratios = len(libs) == 2 and args.device == "cuda" and args.kernel_reps > 0
     if len(libs) == 2:
         header += f" {'fwd x':>6} {'f+b x':>6}"
+    if kernel_ratios:
+        header += f" {'fwd k x':>8} {'f+b k x':>8}"
     print(header)
     if len(libs) == 2:
-        print("(x = Triton time / tilejit time: above 1 tilejit is faster; 1st = first call, compiles included)")
+        print("(x = Triton time / tilejit time: above 1 tilejit is faster; 1st = first call, compiles included;"
+              + (" k x: the same ratio of the kernels' device time)" if kernel_ratios else ")"))
     failures = []
     for case in cases:
         torch.manual_seed(0)
@@ -467,6 +509,8 @@ def main(argv=None) -> int:
             got = time_interleaved({i: r["timers"][kind] for i, r in timed}, args.device, reps)
             for i, r in timed:
                 r[kind] = got[i]
+                if kernel_ratios:
+                    r[kind + "_kernels"] = kernel_seconds(r["timers"][kind], args.kernel_reps)
         for lib, res in zip(libs, results):
             first = f"{res['first']:7.2f}" if "first" in res else f"{'-':>7}"
             fwd = f"{res['fwd'] * 1e3:9.3f}" if "fwd" in res else f"{'-':>9}"
@@ -476,6 +520,10 @@ def main(argv=None) -> int:
                 failures.append(f"{case.name} [{lib.impl}]: {res['status']}: {res['detail']}")
         if len(results) == 2 and all("fwd" in r for r in results):
             row += f" {results[0]['fwd'] / results[1]['fwd']:6.2f} {results[0]['fwdbwd'] / results[1]['fwdbwd']:6.2f}"
+            if kernel_ratios:
+                kinds = ("fwd_kernels", "fwdbwd_kernels")
+                row += "".join(f" {_ratio(sum(results[0][k].values()), sum(results[1][k].values())):>8}" for k in kinds)
+                row += _kernel_breakdown(results[0]["fwdbwd_kernels"], results[1]["fwdbwd_kernels"])
         print(row, flush=True)
     if failures:
         print("\nnot ok:")
