@@ -189,3 +189,24 @@ def test_kernels_get_the_same_ptx_with_fewer_instructions(case, monkeypatch, tmp
     plain = warm()
     assert _ptx_body(folded) == _ptx_body(plain)
     assert folded.asm["llir"].count(" = ") < plain.asm["llir"].count(" = ")
+
+
+def test_a_widened_no_wrap_offset_is_the_widened_base_plus_the_offset():
+    """`sext(x +nsw C)` is `sext(x) + C` and `zext(x +nuw C)` is `zext(x) + C`: the constant stays
+    apart from the base (an immediate offset of the access) through the widening to i64."""
+    fn, x, _, i32 = _function_with_args()
+    i64 = llir.IntType(64)
+    b = FoldingBuilder(fn.append_basic_block("entry"))
+    for cast, c, flags in (("sext", 8, ("nuw", "nsw")), ("zext", 8, ("nuw", "nsw")), ("sext", -3, ("nsw",)),
+                           ("zext", 5, ("nuw",))):
+        wide = getattr(b, cast)(b.add(x, llir.Constant(i32, c), flags=flags), i64)
+        assert wide.opname == "add" and wide.operands[1].constant == c, (cast, c)
+        assert wide.operands[0].opname == cast and wide.operands[0].operands[0] is x
+        assert set(wide.flags) == set(flags)
+    # a flag the widening needs is missing (or there is none): the cast of the sum itself
+    for cast, flags in (("zext", ("nsw",)), ("sext", ("nuw",)), ("sext", ())):
+        total = b.add(x, llir.Constant(i32, 8), flags=flags)
+        wide = getattr(b, cast)(total, i64)
+        assert wide.opname == cast and wide.operands[0] is total, (cast, flags)
+    b.ret_void()
+    llvm.parse_assembly(str(fn.module)).verify()

@@ -16,6 +16,11 @@ Two rules, both local to what the builder sees:
   emitted earlier in the same block, while the builder appends at the block's end, is that earlier
   instruction: it dominates every later point of the block. Float arithmetic is never reused, as its
   callers may add fast-math flags to the result.
+
+And one rule LLVM does not apply itself: a widening of `x + C` that cannot wrap (`sext` of an
+`add nsw`, `zext` of an `add nuw`) is the widened `x` plus `C`. A tensor's elements are its thread's
+base plus constants; kept apart from the base through a widening to i64, the constants end as
+immediate offsets of the loads instead of one 64-bit address computed a load.
 """
 from __future__ import annotations
 
@@ -66,6 +71,8 @@ class FoldingBuilder(llir.IRBuilder):
     def __init__(self, block=None):
         super().__init__(block)
         self._emitted: dict = {}
+        # id(instruction) -> (instruction, x, C, flags) for each `x + C` built with no-wrap flags
+        self._no_wrap_offsets: dict = {}
 
     def _reuse(self, key, make):
         # Only while appending: an instruction found in the memo then precedes the insertion point.
@@ -79,7 +86,7 @@ class FoldingBuilder(llir.IRBuilder):
         return found
 
     def _integer_binary(self, op: str, lhs, rhs, name, flags, make):
-        if flags or not isinstance(lhs.type, llir.IntType) or lhs.type != rhs.type:
+        if not isinstance(lhs.type, llir.IntType) or lhs.type != rhs.type:
             return make(lhs, rhs, name, flags)
         width = lhs.type.width
         a, b = _int_constant(lhs), _int_constant(rhs)
@@ -97,13 +104,25 @@ class FoldingBuilder(llir.IRBuilder):
                 return lhs
             if b == 0 and op in ("mul", "and"):
                 return llir.Constant(lhs.type, 0)
-        return self._reuse((op, _key(lhs), _key(rhs)), lambda: make(lhs, rhs, name, flags))
+        # No-wrap flags only narrow the result (wrapping is poison), so the folds above hold with them;
+        # they are part of the key: the same operands without them are another instruction.
+        result = self._reuse((op, tuple(flags), _key(lhs), _key(rhs)), lambda: make(lhs, rhs, name, flags))
+        if op == "add" and b is not None and flags and isinstance(result, llir.Instruction):
+            self._no_wrap_offsets[id(result)] = (result, lhs, b, frozenset(flags))
+        return result
 
     def _icmp(self, prefix, cmpop, lhs, rhs, name):
         return self._reuse(("icmp", prefix, cmpop, _key(lhs), _key(rhs)),
                            lambda: super(FoldingBuilder, self)._icmp(prefix, cmpop, lhs, rhs, name))
 
     def _cast(self, op: str, value, typ, name, make):
+        offset = self._no_wrap_offsets.get(id(value))
+        needed = {"sext": "nsw", "zext": "nuw"}.get(op)
+        if offset is not None and offset[0] is value and needed in offset[3] and isinstance(typ, llir.IntType):
+            _, x, c, flags = offset
+            widened_c = _signed(c, value.type.width) if op == "sext" else c & ((1 << value.type.width) - 1)
+            return self.add(self._cast(op, x, typ, "", make), llir.Constant(typ, widened_c),
+                            flags=tuple(sorted(flags)))
         constant = _int_constant(value)
         if constant is not None and isinstance(typ, llir.IntType):
             width = value.type.width
