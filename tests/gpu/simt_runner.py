@@ -327,6 +327,9 @@ def _install():
     # f32 -> bf16 to nearest even (NaN: the canonical 0x7FFF, as cvt.rn.bf16.f32), for the NVIDIA
     # lowering's `fptrunc float to bfloat` (the host has no bf16 conversion of its own to call)
     _callbacks["sim_f32_to_bf16"] = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_float)(_f32_to_bf16)
+    # and back (sm_90's `fpext bfloat to float`, cvt.f32.bf16: exact)
+    _callbacks["sim_bf16_to_f32"] = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_uint16)(
+        lambda bits: float(_bf16_to_f32(bits)))
     # sm_90's bf16 add/sub/mul (LLVM bfloat ops; not fused here): in f32, then rounded to bf16, which
     # is the bf16 operation's one rounding (f32 has more than 2 * 8 + 2 bits)
     bf16_binary = ctypes.CFUNCTYPE(ctypes.c_uint16, ctypes.c_uint16, ctypes.c_uint16)
@@ -381,11 +384,14 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18, sites: list | None = None) 
     if other:   # the host's code generator would abort the process ("Cannot select")
         raise NotImplementedError(f"{other.group(1)} cannot run on the host")
     ir = re.sub(r"fptrunc float (\S+) to bfloat", r'call i16 @"sim_f32_to_bf16"(float \1)', ir)
+    ir = re.sub(r"fpext bfloat (\S+) to float", r'call float @"sim_bf16_to_f32"(i16 \1)', ir)
     ir = re.sub(r"bitcast bfloat (\S+) to i16", r"bitcast i16 \1 to i16", ir)
     ir = re.sub(r"bitcast i16 (\S+) to bfloat", r"bitcast i16 \1 to i16", ir)
     ir = re.sub(r"(fadd|fsub|fmul)( contract)? bfloat (\S+), (\S+)", r'call i16 @"sim_bf16_\1"(i16 \3, i16 \4)', ir)
     if "sim_f32_to_bf16" in ir:
         ir += '\ndeclare i16 @"sim_f32_to_bf16"(float)\n'
+    if "sim_bf16_to_f32" in ir:
+        ir += '\ndeclare float @"sim_bf16_to_f32"(i16)\n'
     for op in ("fadd", "fsub", "fmul"):
         if f"sim_bf16_{op}" in ir:
             ir += f'\ndeclare i16 @"sim_bf16_{op}"(i16, i16)\n'

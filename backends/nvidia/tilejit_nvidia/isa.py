@@ -293,6 +293,13 @@ class NvidiaISA(TargetDescription):
             return builder.bitcast(builder.fptrunc(value, _BFLOAT), llir.IntType(16))
         return None
 
+    def decode_float(self, builder, value, name: str):
+        """bf16 on sm_90: LLVM's `fpext` from bfloat, which NVPTX emits as `cvt.f32.bf16` (one
+        instruction, as Triton; the portable decoding is a zero-extension and a shift, two)."""
+        if name == "bf16" and self.arch >= 90 and str(value.type) == "i16":
+            return builder.fpext(builder.bitcast(value, _BFLOAT), llir.FloatType())
+        return None
+
     def storage_float_arith(self, builder, op_name: str, args, name: str, contract: bool):
         """bf16 add/sub/mul on sm_90: LLVM's bfloat ops, `add.rn.bf16` / `sub.rn.bf16` / `mul.rn.bf16`
         (packed in pairs, fused into `fma.rn.bf16` under fp_fusion), as Triton's bf16 arithmetic."""

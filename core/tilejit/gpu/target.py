@@ -260,6 +260,12 @@ class TargetDescription(abc.ABC):
         out as another NaN code)."""
         return None
 
+    def decode_float(self, builder: llir.IRBuilder, value, name: str):
+        """The storage bits `value` (an integer) of format `name` ("bf16", an fp8 name) as an f32, by
+        the target's own conversion instruction; None keeps the portable decoding of
+        `llvm/float_formats.py` (the same value: decoding is exact)."""
+        return None
+
     def storage_float_arith(self, builder: llir.IRBuilder, op_name: str, args, name: str, contract: bool):
         """`arith.addf` / `subf` / `mulf` of two values of storage format `name` (their bits, as
         integers) by the target's own instruction, the result's bits; None computes in f32 and rounds

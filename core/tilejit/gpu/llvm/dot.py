@@ -53,7 +53,7 @@ def _lower_fma(self, op):
     out = []
     for r, off in enumerate(self.layout(out_t).register_offsets()):
         batch, (m, n) = tuple(off[:-2]), off[-2:]
-        acc = to_compute(self.b, c_vals[r], out_t)
+        acc = to_compute(self.b, c_vals[r], out_t, self.isa)
         if f16_step:
             acc = self.b.fpext(acc, F32)
         for k in range(K):
@@ -80,7 +80,7 @@ def _widened(self, op, cache, index, value, operand_type, acc_type):
     """Operand register `index` as an `acc_type` value, computed at its first use."""
     got = cache.get(index)
     if got is None:
-        got = to_compute(self.b, value, operand_type)
+        got = to_compute(self.b, value, operand_type, self.isa)
         if _width(got.type) > _width(acc_type):   # the language gives fp64 operands an fp64 accumulator
             raise CompilationError.at(op.loc, f"tt.dot: {ir.element_type(operand_type)} operands need an "
                                               f"accumulator at least as wide, got {acc_type}")

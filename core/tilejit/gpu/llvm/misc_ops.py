@@ -123,7 +123,7 @@ def lower_print(self, op):
         for value, coords in zip(self.get(v), coords_list):
             e = ir.element_type(v.type)
             if isinstance(e, ir.FloatType):
-                x = to_compute(self.b, value, v.type)
+                x = to_compute(self.b, value, v.type, self.isa)
                 if str(x.type) != "double":
                     x = self.b.fpext(x, llir.DoubleType())
                 spec = "%a" if hex_ else "%f"

@@ -55,10 +55,13 @@ def is_storage_float(t) -> bool:
     return isinstance(e, ir.FloatType) and e.name not in ("f16", "f32", "f64")
 
 
-def to_compute(b, v, t):
-    """Value of IR element type `t` in a type LLVM computes with (bf16 and fp8 -> f32)."""
+def to_compute(b, v, t, isa=None):
+    """Value of IR element type `t` in a type LLVM computes with (bf16 and fp8 -> f32; by the
+    target's conversion instruction where `isa` has one, `TargetDescription.decode_float`)."""
     if is_storage_float(t):
-        return decode_to_f32(b, v, ir.element_type(t).name)
+        name = ir.element_type(t).name
+        native = isa.decode_float(b, v, name) if isa is not None else None
+        return native if native is not None else decode_to_f32(b, v, name)
     return v
 
 
@@ -236,7 +239,7 @@ class ScalarLowering:
             return self.cast(b, name, args[0], op.operands[0].type, res_t, op.attrs.get("rounding") or "rtne")
         # Float ops: bf16 is computed in f32.
         if name == "arith.cmpf":
-            xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
+            xs = [to_compute(b, a, v.type, self.isa) for a, v in zip(args, op.operands)]
             pred = op.attrs["predicate"]
             ordered = pred.startswith("o") or pred == "ord"
             return (b.fcmp_ordered if ordered else b.fcmp_unordered)(_CMPF[pred], xs[0], xs[1])
@@ -247,7 +250,7 @@ class ScalarLowering:
                                                   self.fp_fusion)
             if native is not None:
                 return native
-        xs = [to_compute(b, a, v.type) for a, v in zip(args, op.operands)]
+        xs = [to_compute(b, a, v.type, self.isa) for a, v in zip(args, op.operands)]
         if name == "arith.divf" and self.isa.math_symbol(name, xs[0].type) is not None:
             out = self.math(b, name, xs)   # the target's division (Triton's div.full.f32 on NVIDIA)
         elif name in _FLOAT_BINARY:
@@ -284,7 +287,7 @@ class ScalarLowering:
         # Float conversions go through f32 for bf16 and fp8.
         src_e, dst_e = ir.element_type(src_t), ir.element_type(dst_t)
         if isinstance(src_e, ir.FloatType):
-            v = to_compute(b, v, src_t)
+            v = to_compute(b, v, src_t, self.isa)
         compute_dst = F32 if is_storage_float(dst_t) else dst
         if rounding == "rtz" and isinstance(dst_e, ir.FloatType) and dst_e.name == "f16" and str(v.type) == "float":
             return f32_to_f16_toward_zero(b, v)

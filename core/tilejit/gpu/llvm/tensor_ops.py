@@ -477,7 +477,7 @@ class TensorOps:
                 new = vals[i if len(vals) > 1 else 0]
                 if kind == "xchg":
                     return new
-                total = self.b.fadd(to_compute(self.b, old, t), to_compute(self.b, new, t))
+                total = self.b.fadd(to_compute(self.b, old, t, self.isa), to_compute(self.b, new, t, self.isa))
                 return from_compute(self.b, total, t)
 
             def add(i):
@@ -499,7 +499,7 @@ class TensorOps:
         i16, f32, f16 = llir.IntType(16), llir.FloatType(), llir.HalfType()
 
         def to_f32(bits):
-            return self.b.fpext(self.b.bitcast(bits, f16), f32) if half else to_compute(self.b, bits, t)
+            return self.b.fpext(self.b.bitcast(bits, f16), f32) if half else to_compute(self.b, bits, t, self.isa)
 
         def combine(old, i):
             new = vals[i if len(vals) > 1 else 0]
