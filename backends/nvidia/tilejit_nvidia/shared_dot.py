@@ -558,6 +558,22 @@ def _next_stage(self, stage, stages):
     return self.b.select(wrap, llir.Constant(I32, 0), plus)
 
 
+# 32-bit registers a thread may hold of its dot operands read up front (fla's one-warp 32x64 and
+# 64x32 bf16 operands: 64)
+EAGER_OPERAND_REGISTERS = 64
+
+
+def _eager_operand_registers(self, pipe) -> int:
+    """Registers a thread holds of the dot operands the loop's pipelined tiles are converted into,
+    when every fragment is read at once."""
+    total = 0
+    for load, convert in zip(pipe.loads, pipe.converts):
+        for target in ([convert] if convert is not None else [v for v, _ in _dot_views(load)]):
+            t = target.results[0].type
+            total += self.layout(t).num_registers * element_bytes(load) // 4
+    return total
+
+
 def lower_pipelined_for(self, op, pipe=None) -> bool:
     """Lower a loop marked by `tritongpu-pipeline`; False when it is not pipelinable after all."""
     pipe = pipe or loop_pipeline(op)
@@ -570,6 +586,18 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     if any(element_bytes(load) not in (2, 8) and conv is not None and id(conv) not in wgmma
            for load, conv in zip(pipe.loads, pipe.converts)):
         return False   # an fp8 / fp32 tile only wgmma's descriptors could read: the loop runs unpipelined
+    # mma.sync loops keep S-1 buffers, as Triton: iteration i reads its tiles into registers, then
+    # refills the same buffers with iteration i+S-1's copies, which stay S-1 iterations ahead of the
+    # reads. wgmma reads its operands from shared memory while it runs (through descriptors), so
+    # those loops keep S: iteration i refills the buffers iteration i-1 read. One buffer less is a
+    # tile of shared memory less a CTA: fla's one-warp state loops (two 4 KiB tiles, S = 4) fit 8
+    # CTAs on an SM instead of 6.
+    #
+    # Not where the fragments a thread would read up front pass EAGER_OPERAND_REGISTERS: there the
+    # dots read each k-step's fragments right before its mma.sync (a 128x128x64 sm_80 matmul tile
+    # at 8 warps would hold 96 registers of operands), which needs the S-th buffer.
+    eager = not wgmma and _eager_operand_registers(self, pipe) <= EAGER_OPERAND_REGISTERS
+    ring_stages = S - 1 if eager else S
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
     align = ATOM_BYTES if wgmma else 128
     buffers, offset = [], (region_start + align - 1) // align * align
@@ -579,7 +607,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     for load, convert in zip(pipe.loads, pipe.converts):
         load_views = _dot_views(load) if convert is None else []
         chosen = [(v, t) for v, t in load_views if id(v) in wgmma]
-        buf = _Buffer(self, load, convert, offset, S, wgmma=id(convert) in wgmma or bool(chosen))
+        buf = _Buffer(self, load, convert, offset, ring_stages, wgmma=id(convert) in wgmma or bool(chosen))
         buf.in_place = bool(chosen) and len(chosen) == len(load_views)   # no thread reads it back
         views.update((id(v), (buf, buf.tile.transposed() if t else buf.tile, None)) for v, t in chosen)
         read_by_ldmatrix = _ldmatrix_views(self, buf, load_views)
@@ -621,30 +649,38 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     read_stage = self.b.phi(I32, name="read_stage")
     read_stage.add_incoming(llir.Constant(I32, 0), pre)
     write_stage = self.b.phi(I32, name="write_stage")
-    write_stage.add_incoming(llir.Constant(I32, S - 1), pre)
+    write_stage.add_incoming(llir.Constant(I32, (S - 1) % ring_stages), pre)
     self.b.cbranch(self.b.icmp_signed("<", iv_phi, ub), body_bb, exit_bb)
 
     self.b.position_at_end(body_bb)
     self.isa.async_wait(self.b, S - 2)   # this iteration's tiles have landed (for this thread) ...
-    self.isa.barrier(self.b)             # ... for every thread; the oldest buffer is free again
+    self.isa.barrier(self.b)             # ... for every thread (and, with S buffers, the oldest is free)
     ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
     in_flight = _async_wgmma_dots(body, wgmma) if wgmma else {}
 
-    def copies_ahead():
-        bind(ahead, look_phis)
-        _issue_copies(self, pipe, buffers, write_stage, self.b.icmp_signed("<", ahead, ub), ring)
-        return {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+    def bind_this_iteration():
+        bind(iv_phi, {k: carried[k] for k in range(len(carried))})
 
-    if not in_flight:
-        next_look = copies_ahead()
+    def copies_ahead(stage):
+        """Start iteration i+S-1's copies into `stage` (the address slice lowered for that
+        iteration, the body's arguments bound to its values), then bind this iteration's again."""
+        bind(ahead, look_phis)
+        _issue_copies(self, pipe, buffers, stage, self.b.icmp_signed("<", ahead, ub), ring)
+        following = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
+        bind_this_iteration()
+        return following
+
+    if not in_flight and not eager:
+        next_look = copies_ahead(write_stage)
     self.wgmma_in_flight = set(in_flight)
-    bind(iv_phi, {k: carried[k] for k in range(len(carried))})
+    bind_this_iteration()
     a = LLVMArith(self.b)
     in_place = {id(buf.load) for buf in buffers if buf.read_back and buf.in_place}
-    read_converted = set()   # ids of conversions whose results a read-back produced
-    for inner in body.ops[:-1]:
-        if id(inner) in read_converted:
-            continue
+    read_done = set()   # ids of ops whose results a read of the ring buffers produced
+
+    def read_buffers(inner) -> bool:
+        """Lower `inner` if it reads a ring buffer (a read-back load, an operand conversion or view
+        of a pipelined tile); False for every other op."""
         if id(inner) in read_back_of:
             buf = read_back_of[id(inner)]
             converts = [] if buf.wgmma else _converted_on_read(inner)
@@ -652,31 +688,50 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
                 values = _read_in_layout(self, buf, read_stage, converts[0].results[0].type, ring)
                 for conv in converts:
                     self.set(conv.results[0], values)
-                    read_converted.add(id(conv))
+                    read_done.add(id(conv))
             elif id(inner) not in in_place:
                 self.set(inner.results[0], _read_back(self, buf, read_stage, ring))
+            return True
+        buf = convert_of.get(id(inner))
+        buf, tile, plan = views.get(id(inner), (buf, buf and buf.tile, buf and buf.plan))
+        if buf is None:
+            return False
+        if buf.wgmma:
+            from .wgmma import WgmmaOperand
+            self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
+                tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
+                inner.results[0].type.encoding.op_idx)
+            return True
+        result = inner.results[0]
+        base = buf.stage_base(a, read_stage)
+        operand = (LazyDotOperand(self, tile, plan, result.type, base, ring) if plan is not None
+                   else PlainDotOperand(self, tile, result.type, base, ring))
+        if _feeds_only_dots(result) and not eager:
+            self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
+        else:
+            self.set(result, operand.all_values())
+        return True
+
+    if eager:
+        # every read of this iteration's buffers, then the barrier after which they are refilled
+        for inner in body.ops[:-1]:
+            if id(inner) in read_done or (id(inner) in pipe.main_skip and id(inner) not in read_back_of):
+                continue
+            if read_buffers(inner):
+                read_done.add(id(inner))
+        self.isa.barrier(self.b)
+        next_look = copies_ahead(read_stage)
+    for inner in body.ops[:-1]:
+        if id(inner) in read_done:
+            continue
+        if id(inner) in read_back_of:
+            read_buffers(inner)
             continue
         if id(inner) in pipe.main_skip:
             continue
         if inner.name == "tt.trans" and id(inner.operands[0].owner) in in_place:
             continue   # every use reads the transposed tile in place
-        buf = convert_of.get(id(inner))
-        buf, tile, plan = views.get(id(inner), (buf, buf and buf.tile, buf and buf.plan))
-        if buf is not None and buf.wgmma:
-            from .wgmma import WgmmaOperand
-            self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(
-                tile, a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes)),
-                inner.results[0].type.encoding.op_idx)
-            continue
-        if buf is not None:
-            result = inner.results[0]
-            base = buf.stage_base(a, read_stage)
-            operand = (LazyDotOperand(self, tile, plan, result.type, base, ring) if plan is not None
-                       else PlainDotOperand(self, tile, result.type, base, ring))
-            if _feeds_only_dots(result):
-                self.lazy_operands[id(result)] = operand   # the dot reads it k-step by k-step
-            else:
-                self.set(result, operand.all_values())
+        if read_buffers(inner):
             continue
         self.lower_op(inner)
     self.wgmma_in_flight = set()
@@ -684,8 +739,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     if in_flight:
         # Every warpgroup has waited for its previous group: the buffer it read may be refilled.
         self.isa.barrier(self.b)
-        next_look = copies_ahead()
-    next_read, next_write = _next_stage(self, read_stage, S), _next_stage(self, write_stage, S)
+        next_look = copies_ahead(write_stage)
+    next_read, next_write = _next_stage(self, read_stage, ring_stages), _next_stage(self, write_stage, ring_stages)
     latch = self.b.block
     iv_phi.add_incoming(self.b.add(iv_phi, step), latch)
     for phis, vals in zip(carried, yielded):
