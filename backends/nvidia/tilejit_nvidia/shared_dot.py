@@ -2,14 +2,17 @@
 
 - `convert_to_dot_operand`: a `ttg.convert_layout` into an mma.sync operand layout writes the tile
   swizzled (vector stores along its contiguous dim) and reads the fragments with `ldmatrix`.
-- `lower_pipelined_for`: an `scf.for` marked by `tritongpu-pipeline` keeps a ring of `num_stages`
-  buffers per pipelined load; the prologue starts the copies of the first S-1 iterations with
-  `cp.async`, and iteration i waits for its own group (`cp.async.wait_group S-2`), passes one barrier
-  (every warp is done with the buffer about to be overwritten), starts the copies of iteration
-  i+S-1 from the *lookahead* address values (the loads' address slice lowered S-1 iterations ahead),
-  then reads its buffer with `ldmatrix` and runs the rest of the body (a tile that reaches its dot
-  through elementwise ops is read back with plain shared loads in the load's own layout, each
-  thread the vectors it copied, and converted after them). When both operands of a
+- `lower_pipelined_for`: an `scf.for` marked by `tritongpu-pipeline` keeps a ring of buffers per
+  pipelined load; the prologue starts the copies of the first S-1 iterations (S = `num_stages`) with
+  `cp.async`, and iteration i waits for its own group (`cp.async.wait_group S-2`) and passes a
+  barrier. The copies of iteration i+S-1 start from the *lookahead* address values (the loads'
+  address slice lowered S-1 iterations ahead). An mma.sync loop whose operands fit
+  `EAGER_OPERAND_REGISTERS` keeps S-1 buffers, as Triton: it reads its buffers whole into
+  registers, passes a second barrier and refills them. Any other keeps S: it starts the copies
+  right after the first barrier, into the buffer iteration i-1 read, and its dots read each
+  k-step's fragments right before their mma.sync. The body reads its buffer with `ldmatrix` (a
+  tile that reaches its dot through elementwise ops is read back with plain shared loads in the
+  load's own layout, each thread the vectors it copied, and converted after them). When both operands of a
   version-3 (wgmma) dot are pipelined, their buffers are `WgmmaTile`s (1024-byte aligned, 128B
   swizzle) and the dot reads them through descriptors (`wgmma.py`) instead of ldmatrix.
 
