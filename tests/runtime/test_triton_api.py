@@ -206,26 +206,28 @@ def test_mxfp_helpers():
     assert fp8e8m0_to_float32(torch.tensor([0], dtype=torch.uint8)).item() == 2.0 ** -127
 
 
-def test_autotune_interpreter_knob_times_every_config(monkeypatch):
-    monkeypatch.setenv("TILEJIT_AUTOTUNE_INTERPRETER", "1")
-    runs = []
+def _launch_quietly(runs, *sizes):
+    """`_tuned`'s kernel launched for each size, its skipped-config warnings silenced; the tuner."""
     tuned, launch = _tuned(runs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        launch(100)
+        for n in sizes:
+            launch(n)
+    return tuned
+
+
+def test_autotune_interpreter_knob_times_every_config(monkeypatch):
+    monkeypatch.setenv("TILEJIT_AUTOTUNE_INTERPRETER", "1")
+    runs = []
+    tuned = _launch_quietly(runs, 100)
     assert tuned.configs_timings is not None and len(tuned.configs_timings) == 4
     assert runs[0] > 7 and tilejit.knobs.autotune_interpreter  # the timed runs launched it many times
 
 
 def test_print_autotuning_knob_reports_the_choice_once_per_key(monkeypatch, capsys):
     monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
-    runs = []
-    tuned, launch = _tuned(runs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        launch(100)
-        launch(100)   # the same key: the cached choice, nothing printed
-        launch(300)   # a new key: tuned and printed again
+    # 100 twice: the same key, the cached choice, nothing printed; 300: a new key, tuned and printed
+    tuned = _launch_quietly([], 100, 100, 300)
     lines = capsys.readouterr().out.splitlines()
     chosen = [line for line in lines if line.startswith("best config selected:")]
     assert chosen == [f"best config selected: {tuned.best_config};"] * 2
