@@ -715,28 +715,22 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             self.set(result, operand.all_values())
         return True
 
+    def passed_over(inner) -> bool:
+        """Ops the body's lowering leaves out: done already, the address slice only the copies use,
+        the `tl.trans` of a tile every use reads transposed in place."""
+        return (id(inner) in read_done or (id(inner) in pipe.main_skip and id(inner) not in read_back_of)
+                or (inner.name == "tt.trans" and id(inner.operands[0].owner) in in_place))
+
     if eager:
         # every read of this iteration's buffers, then the barrier after which they are refilled
         for inner in body.ops[:-1]:
-            if id(inner) in read_done or (id(inner) in pipe.main_skip and id(inner) not in read_back_of):
-                continue
-            if read_buffers(inner):
+            if not passed_over(inner) and read_buffers(inner):
                 read_done.add(id(inner))
         self.isa.barrier(self.b)
         next_look = copies_ahead(read_stage)
     for inner in body.ops[:-1]:
-        if id(inner) in read_done:
-            continue
-        if id(inner) in read_back_of:
-            read_buffers(inner)
-            continue
-        if id(inner) in pipe.main_skip:
-            continue
-        if inner.name == "tt.trans" and id(inner.operands[0].owner) in in_place:
-            continue   # every use reads the transposed tile in place
-        if read_buffers(inner):
-            continue
-        self.lower_op(inner)
+        if not passed_over(inner) and not read_buffers(inner):
+            self.lower_op(inner)
     self.wgmma_in_flight = set()
     yielded = [carried[k] if k in pipe.dead_carries else self.get(v) for k, v in enumerate(body.ops[-1].operands)]
     if in_flight:

@@ -7,6 +7,8 @@ asked of the target description (`gpu/target.py`).
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Dict, List, Optional, Tuple
 
 import llvmlite.ir as llir
@@ -217,18 +219,9 @@ class FunctionLowering(TensorOps):
         folds the constant into the access's immediate offset (the bench softmax: 296 SASS
         instructions and 30 registers, against 304 and 32 with the XORs in the entry block)."""
         base = self.thread_base(layout)
-        thread_bits = self._thread_bits(layout)
+        thread_bits = _thread_bits(layout)
         return [[self._offset_coord(base[d], off[d], thread_bits[d]) if off[d] else base[d]
                  for d in range(layout.rank)] for off in layout.register_offsets()]
-
-    @staticmethod
-    def _thread_bits(layout: LinearLayout):
-        """Per dim, the bits the thread base can have set (every lane and warp basis OR-ed)."""
-        bits = [0] * layout.rank
-        for basis in list(layout.lanes) + list(layout.warps):
-            for d in range(layout.rank):
-                bits[d] |= basis[d]
-        return bits
 
     def _offset_coord(self, base, offset: int, thread_bits: int):
         """`base XOR offset`. Where the register's offset and the thread's bits cannot overlap (every
@@ -513,3 +506,14 @@ def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fu
         "warp_size": isa.warp_size,
     }
     return text, metadata
+
+
+@functools.lru_cache(maxsize=1024)
+def _thread_bits(layout: LinearLayout):
+    """Per dim, the bits a thread's base coordinate can have set (every lane and warp basis OR-ed);
+    asked at every `element_coords`, computed once a layout."""
+    bits = [0] * layout.rank
+    for basis in list(layout.lanes) + list(layout.warps):
+        for d in range(layout.rank):
+            bits[d] |= basis[d]
+    return tuple(bits)
