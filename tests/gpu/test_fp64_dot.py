@@ -132,7 +132,11 @@ def test_pipelined_fp64_operand_copies(arch):
     sig = {"a_ptr": "*fp64", "b_ptr": "*fp64", "c_ptr": "*fp64", "M": "i32", "N": "i32", "K": "i32"}
     consts = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}
     src = ASTSource(load_kernels("tilejit").matmul_fp64_kernel, sig, consts, {(i,): D16 for i in range(6)})
-    ptx = tilejit.compile(src, target=f"cuda:{arch}", options={"num_warps": 4, "num_stages": 3}).asm["ptx"]
+    kernel = tilejit.compile(src, target=f"cuda:{arch}", options={"num_warps": 4, "num_stages": 3})
+    ptx = kernel.asm["ptx"]
+    # num_stages buffers of (64x16 + 16x64) doubles, refilled after the dots read them k-step by
+    # k-step: the fragments read up front (num_stages - 1 buffers) held 41 more registers a thread
+    assert kernel.metadata["shared"] == 3 * 2 * 64 * 16 * 8
     sizes = collections.Counter(re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (\d+)", ptx))
     assert sizes["16"] > 0 and (sizes["8"] > 0) == (arch == 90), sizes
     loop = ptx[ptx.index("$L__BB0_2:"):]
