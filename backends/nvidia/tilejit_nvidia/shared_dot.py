@@ -598,11 +598,11 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     #
     # Not where the fragments a thread would read up front pass EAGER_OPERAND_REGISTERS: there the
     # dots read each k-step's fragments right before its mma.sync (a 128x128x64 sm_80 matmul tile
-    # at 8 warps would hold 96 registers of operands), which needs the S-th buffer. Nor for 8-byte
+    # at 8 warps would hold 96 registers of operands), which needs the S-th buffer. Nor for fp64
     # operands, which each thread reads element by element (no ldmatrix): held up front, their
     # per-element shared addresses stay live too (bench/gpu.py's fp64 64x64x16 tile at 4 warps:
     # 209 registers against 168, 2 CTAs an SM instead of 3, 0.78x Triton against 0.88-0.91x).
-    eager = (not wgmma and all(element_bytes(load) == 2 for load in pipe.loads)
+    eager = (not wgmma and all(element_bytes(load) != 8 for load in pipe.loads)
              and _eager_operand_registers(self, pipe) <= EAGER_OPERAND_REGISTERS)
     ring_stages = S - 1 if eager else S
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
