@@ -119,3 +119,25 @@ def test_fp32_dot_at_ieee_keeps_fmas():
                     {"BM": 16, "BN": 16, "BK": 16, "PREC": precision, "ACC": tl.float32}, {(i,): D16 for i in range(3)})
     ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 4}).asm["ptx"]
     assert "mma" not in ptx and "fma.rn.f32" in ptx
+
+
+@tilejit.jit
+def _bf16_chained_dot(q_ptr, k_ptr, v_ptr, o_ptr, N: tl.constexpr):
+    rows = tl.arange(0, N)
+    tile = rows[:, None] * N + rows[None, :]
+    p = tl.dot(tl.load(q_ptr + tile), tl.load(k_ptr + tile))   # fp32 in the mma layout
+    o = tl.dot(p.to(tl.bfloat16), tl.load(v_ptr + tile))      # bf16 A operand from registers
+    tl.store(o_ptr + tile, o)
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_bf16_operands_from_registers_are_rounded_in_pairs(arch):
+    """An A operand computed in registers (attention's `p.to(tl.bfloat16)`) is rounded two fp32
+    values at a time, `cvt.rn.bf16x2.f32` straight into the mma register, as Triton. Packed by
+    integer shifts, every element took its own `cvt.rn.bf16.f32` and three moves."""
+    sig = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "o_ptr": "*fp32", "N": "constexpr"}
+    src = ASTSource(_bf16_chained_dot, sig, {"N": 64}, {(i,): D16 for i in range(4)})
+    ptx = tilejit.compile(src, target=GPUTarget.parse(f"cuda:{arch}"), options={"num_warps": 4}).asm["ptx"]
+    # the 64x64 fp32 P, 32 values a thread: 16 pairs
+    assert len(re.findall(r"cvt\.rn\.bf16x2\.f32", ptx)) == 16
+    assert not re.findall(r"cvt\.rn\.bf16\.f32", ptx)

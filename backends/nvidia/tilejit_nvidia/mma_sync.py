@@ -141,7 +141,11 @@ def pack_pair(builder, x, y, elem: str):
         v = llir.Constant(llir.VectorType(llir.HalfType(), 2), None)
         v = builder.insert_element(v, x, llir.Constant(I32, 0))
         return builder.insert_element(v, y, llir.Constant(I32, 1))
-    return builder.or_(builder.zext(x, I32), builder.shl(builder.zext(y, I32), llir.Constant(I32, 16)))
+    # a <2 x i16> vector, not zext/shl/or: LLVM then sees the pair, and two bf16 roundings of fp32
+    # values (`fptrunc` to bfloat, bitcast) become one `cvt.rn.bf16x2.f32`
+    v = llir.Constant(llir.VectorType(llir.IntType(16), 2), None)
+    v = builder.insert_element(builder.insert_element(v, x, llir.Constant(I32, 0)), y, llir.Constant(I32, 1))
+    return builder.bitcast(v, I32)
 
 
 def _pack(self, values, form, elems):
