@@ -150,6 +150,9 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="small shapes (the CPU interpreter)")
     ap.add_argument("--profile", action="store_true", help="per-kernel device time (CUDA)")
     ap.add_argument("--impls", default="triton,tilejit")
+    ap.add_argument("--save", help="folder to keep each compiler's results in (<impl>.pt)")
+    ap.add_argument("--triton-from", help="Triton's results saved by an earlier --save run on this machine, "
+                                          "instead of running Triton again (compare tilejit variants)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -158,8 +161,14 @@ def main() -> None:
         return worker(args)
     import torch
     rows = {}
+    if args.triton_from:
+        rows["triton"] = torch.load(args.triton_from)
     for impl in args.impls.split(","):
-        out = os.path.join(tempfile.mkdtemp(prefix="fla-ops-"), f"{impl}.pt")
+        if impl in rows:
+            continue
+        folder = args.save or tempfile.mkdtemp(prefix="fla-ops-")
+        os.makedirs(folder, exist_ok=True)
+        out = os.path.join(folder, f"{impl}.pt")
         cmd = [sys.executable, __file__, "--fla", args.fla, "--ops", ",".join(args.ops), "--cap", str(args.cap),
                "--reps", str(args.reps), "--worker", impl, "--out", out] + ["--small"] * args.small \
             + ["--profile"] * args.profile
