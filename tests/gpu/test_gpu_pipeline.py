@@ -181,6 +181,37 @@ def test_fla_backward_chunk_runs_every_dot_on_wgmma_with_operands_in_shared_memo
                 if "convert_layout" in line and "-> (tensor<64x64xf32, #ttg.nvidia_mma" in line]
 
 
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_a_gate_vector_of_a_pipelined_loop_is_loaded_stages_minus_one_iterations_ahead(stages):
+    """gla's `b_gk_last`, a [K] vector loaded every iteration of the state loop, is loaded
+    num_stages - 1 iterations ahead into registers along with the tiles' copies (as Triton copies
+    it with them): loaded where it was used, each iteration waited a full round trip to memory for
+    it (fla's chunk_fwd_kernel_h: 53.7 -> 45.6 us on an H100, and num_stages then made no
+    difference). The prologue loads it for iterations 0 .. S-2, each predicated on the iteration
+    existing; the loop loads the one S-1 ahead."""
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "gk_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    src = ASTSource(_chain_kernel("key_gated_state_kernel"), sig, {"K": 32, "V": 64, "BT": 32},
+                    {(i,): D16 for i in range(4)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 1, "num_stages": stages})
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    prefetched = [line for line in ttgir.splitlines() if "ttg.prefetched = true" in line]
+    assert len(prefetched) == 1 and "-> (tensor<32xf32" in prefetched[0]
+    loads = [line.strip() for line in ptx.splitlines() if "ld.global" in line]
+    assert len(loads) == stages and all(line.startswith("@%p") for line in loads), loads
+    assert len([line for line in _loop_body(ptx).splitlines() if "ld.global" in line]) == 1
+
+
+def test_a_load_from_memory_the_loop_stores_to_is_not_prefetched():
+    """Loaded ahead, a value the loop itself writes in an earlier iteration would be read stale."""
+    sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "gk_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+    src = ASTSource(_chain_kernel("key_gated_state_kernel_in_place"), sig, {"K": 32, "V": 64, "BT": 32},
+                    {(i,): D16 for i in range(4)})
+    ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 1, "num_stages": 3})
+    assert f"{PIPELINED} = true" in ck.asm["ttgir"] and "ttg.prefetched" not in ck.asm["ttgir"]
+
+
 def test_fp32_gate_tile_and_a_stored_tile_are_pipelined_too():
     """As Triton, every load whose value reaches a dot is pipelined: gla's fp32 gate tile (read back
     straight into the layout of the k tile it scales: no conversion of it through shared memory) and

@@ -127,6 +127,28 @@ def key_gated_state_kernel(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.constexpr, V:
 
 
 @tilejit.jit
+def key_gated_state_kernel_in_place(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr,
+                                    BT: tl.constexpr):
+    """key_gated_state_kernel that also rescales the gate row it will read next iteration, in place:
+    the gate vector of iteration i + 1 depends on iteration i's store."""
+    o_k = tl.arange(0, K)
+    o_v = tl.arange(0, V)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(tl.cdiv(T, BT)):
+        o_t = i * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)     # [K, BT]
+        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)     # [BT, V]
+        last = tl.minimum((i + 1) * BT, T) - 1
+        b_gk_last = tl.load(gk_ptr + last * K + o_k)
+        next_last = tl.minimum((i + 2) * BT, T) - 1
+        tl.store(gk_ptr + next_last * K + o_k, b_gk_last * 0.5, mask=next_last > last)
+        h = h * tl.exp(b_gk_last)[:, None]
+        h = tl.dot(b_k, b_v, h)
+    tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)
+
+
+@tilejit.jit
 def delta_state_kernel(k_ptr, v_ptr, w_ptr, v_new_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr,
                        BT: tl.constexpr):
     """The delta rule's chunked state: v_new = v - w h is stored and multiplied into h += k^T v_new, so

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
-                         key_gated_state_kernel, scaled_gram_kernel, two_dots_kernel)
+                         key_gated_state_kernel, key_gated_state_kernel_in_place, scaled_gram_kernel,
+                         two_dots_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -126,6 +127,28 @@ def test_key_gated_state(device, T):
         scaled = (kc.astype(np.float64) * np.exp(last[None, :] - gc)).astype(np.float16).astype(np.float64)
         h += scaled.T @ vc.astype(np.float64)
     np.testing.assert_allclose(device.numpy(out), h, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("T", [128, 100])
+def test_a_gate_vector_the_loop_rewrites_is_read_after_the_write(device, T):
+    """Each iteration halves the gate row the next one reads: the load must see that store (on a GPU
+    it is therefore not loaded iterations ahead: tests/gpu/test_gpu_pipeline.py)."""
+    K, V, BT = 32, 64, 32
+    k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
+    v = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
+    gk = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float32)
+    out = device.zeros((K, V), np.float32)
+    gk_dev = device.tensor(gk)
+    key_gated_state_kernel_in_place[(1,)](device.tensor(k), device.tensor(v), gk_dev, out, T, K=K, V=V, BT=BT)
+    g, h = gk.astype(np.float64), np.zeros((K, V))
+    for start in range(0, T, BT):
+        last, next_last = min(start + BT, T) - 1, min(start + 2 * BT, T) - 1
+        row = g[last].copy()
+        if next_last > last:
+            g[next_last] = g[last] * 0.5
+        h = h * np.exp(row)[:, None] + k[start:start + BT].astype(np.float64).T @ v[start:start + BT].astype(np.float64)
+    np.testing.assert_allclose(device.numpy(out), h, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(device.numpy(gk_dev), g.astype(np.float32), rtol=1e-6)
 
 
 @pytest.mark.parametrize("T", [128, 100])

@@ -29,6 +29,9 @@ from .shared_operands import SwizzledTile, WgmmaTile, plan_ldmatrix
 _WGMMA_ONLY_TYPES = {"f8E4M3FN": 1, "f8E5M2": 1, "f32": 4}   # element bytes
 
 PIPELINED = "ttg.pipelined"
+# A small load (a scalar or a vector) of a pipelined loop, loaded num_stages - 1 iterations ahead
+# into registers, along with the tiles' copies (`shared_dot.lower_pipelined_for`).
+PREFETCHED = "ttg.prefetched"
 NUM_STAGES = "ttg.num_stages"
 # Of the target's shared memory (`TargetDescription.shared_memory`: 227 KiB a CTA on H100, 163 KiB on
 # A100), this much is left to the scratch that reductions and conversions use inside the loop; the
@@ -50,6 +53,7 @@ class LoopPipeline:
     slice_ops: List[ir.Operation]          # body ops computing the loads' operands, in body order
     slice_args: List[int]                  # iter-arg indices (into the loop results) the slice reads
     main_skip: Set[int] = field(default_factory=set)   # ids of body ops the normal pass leaves out
+    prefetched: List[ir.Operation] = field(default_factory=list)   # loads kept ahead in registers
     # Iter args only the address slice reads and nobody reads after the loop: the lookahead carries
     # them, so the normal pass does not advance them (no second set of pointers in registers).
     dead_carries: Set[int] = field(default_factory=set)
@@ -251,14 +255,71 @@ def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
         return None
     body = loop.regions[0].blocks[0]
     loads = [op for op in body.ops if op.name == "tt.load" and op.attrs.get(PIPELINED)]
-    found = _address_slice(loop, loads)
+    prefetched = [op for op in body.ops if op.name == "tt.load" and op.attrs.get(PREFETCHED)]
+    found = _address_slice(loop, loads + prefetched)
     if not loads or found is None:
         return None
     slice_ops, args = found
     converts = [_buffer_convert(op) for op in loads]
-    dead = _dead_carries(loop, args, loads, slice_ops)
+    dead = _dead_carries(loop, args, loads + prefetched, slice_ops)
     return LoopPipeline(loop, int(stages), loads, converts, slice_ops, args,
-                        _main_skip(body, loads, slice_ops, frozenset(dead)), dead)
+                        _main_skip(body, loads + prefetched, slice_ops, frozenset(dead)), prefetched=prefetched,
+                        dead_carries=dead)
+
+
+# A prefetched load keeps num_stages - 1 copies of its value in registers: at most this many elements
+# (fla's gate vector `b_gk_last`, 32 or 64 floats, and its scalar `b_g_last`)
+PREFETCH_ELEMENTS = 128
+
+
+def _pointer_root(v: ir.Value):
+    """The kernel argument a pointer is computed from by pointer arithmetic, broadcasts and loop-carried
+    advances, or None when it comes from anything else (a pointer loaded from memory)."""
+    while True:
+        if isinstance(v, ir.BlockArgument):
+            loop = v.block.parent.parent if v.block.parent is not None else None
+            if loop is None or loop.name != "scf.for":
+                return v   # an argument of the kernel
+            if v.index == 0:
+                return None
+            v = loop.operand_group("inits")[v.index - 1]
+        elif isinstance(v.owner, ir.Operation) and v.owner.name in ("tt.addptr", "tt.splat", "tt.broadcast",
+                                                                    "tt.expand_dims", "ttg.convert_layout"):
+            v = v.owner.operands[0]
+        else:
+            return None
+
+
+def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
+    """The scalar and vector loads of a pipelined loop that may be loaded num_stages - 1 iterations
+    early, as Triton's pipeliner copies every load that reaches a dot (fla's `b_gk_last`, which scales
+    the state and the k tile): each took a full round trip to memory every iteration. Not a load from
+    memory the loop writes (through the same kernel argument: arguments are taken not to alias, as
+    Triton's pipeliner takes them), nor in a loop with atomics or a store through a pointer of unknown
+    origin."""
+    body = loop.regions[0].blocks[0]
+    written = set()
+    for op in loop.walk():
+        if op.name.startswith("tt.atomic"):
+            return []
+        if op.name == "tt.store":
+            root = _pointer_root(op.operands[0])
+            if root is None:
+                return []
+            written.add(id(root))
+    chosen = []
+    for op in body.ops:
+        if op.name != "tt.load" or op.attrs.get(PIPELINED) or op.attrs.get("is_volatile") or not op.results[0].uses:
+            continue
+        t = op.results[0].type
+        if ir.is_block_ptr(op.operands[0].type) or (isinstance(t, ir.TensorType) and (t.rank > 1 or t.numel > PREFETCH_ELEMENTS)):
+            continue
+        root = _pointer_root(op.operands[0])
+        if root is None or id(root) in written:
+            continue
+        if _address_slice(loop, list(pipelined) + chosen + [op]) is not None:
+            chosen.append(op)
+    return chosen
 
 
 def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> None:
@@ -291,6 +352,8 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
         _read_operands_from_buffers(analysis, body, loads)
         for op in loads:
             op.attrs[PIPELINED] = True
+        for op in _prefetchable_loads(loop, loads):
+            op.attrs[PREFETCHED] = True
         loop.attrs[NUM_STAGES] = stages
 
 

@@ -467,10 +467,15 @@ def _constant_tile_deltas(layout, tile, registers):
 def _issue_copies(self, pipe, buffers, stage, valid, span):
     """Lower the address slice (bound to the iteration to fetch) and start the cp.async of each
     pipelined load into its buffer of `stage` (the buffers lie in the bytes `span`); one commit
-    group per iteration."""
+    group per iteration. Returns the values of the prefetched loads (`pipe.prefetched`), loaded
+    into registers where `valid`."""
     a = LLVMArith(self.b)
     for sop in pipe.slice_ops:
         self.lower_op(sop)
+    fetched = []
+    for load in pipe.prefetched:
+        self.lower_load(load, valid)
+        fetched.append(self.get(load.results[0]))
     for buf in buffers:
         load = buf.load
         ptr_v = load.operands[0]
@@ -496,6 +501,7 @@ def _issue_copies(self, pipe, buffers, stage, valid, span):
             else:
                 self._guarded(owner, copy)
     self.isa.async_commit(self.b)
+    return fetched
 
 
 def _converted_on_read(load):
@@ -642,9 +648,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     # prologue: iterations 0 .. S-2
     look = {k: inits[k] for k in pipe.slice_args}
     iv = lb
+    ahead_values = []   # per prologue iteration, the prefetched loads' values
     for s in range(S - 1):
         bind(iv, look)
-        _issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub), ring)
+        ahead_values.append(_issue_copies(self, pipe, buffers, s, self.b.icmp_signed("<", iv, ub), ring))
         look = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
         iv = self.b.add(iv, step)
     pre, header, body_bb, exit_bb, iv_phi, carried = self.open_loop("pipe", lb, inits)
@@ -653,6 +660,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         look_phis[k] = [self.b.phi(v.type) for v in vals]
         for p, v in zip(look_phis[k], vals):
             p.add_incoming(v, pre)
+    # queue[j][n]: the values of prefetched load n for iteration i + j (j < S - 1)
+    queue = [[[self.b.phi(v.type) for v in vals] for vals in per_load] for per_load in ahead_values]
+    for slots, per_load in zip(queue, ahead_values):
+        for phis, vals in zip(slots, per_load):
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, pre)
     read_stage = self.b.phi(I32, name="read_stage")
     read_stage.add_incoming(llir.Constant(I32, 0), pre)
     write_stage = self.b.phi(I32, name="write_stage")
@@ -665,14 +678,18 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
     in_flight = _async_wgmma_dots(body, wgmma) if wgmma else {}
 
+    fetched_ahead = []   # the prefetched loads' values for iteration i+S-1
+
     def bind_this_iteration():
         bind(iv_phi, {k: carried[k] for k in range(len(carried))})
+        for load, phis in zip(pipe.prefetched, queue[0] if queue else []):
+            self.set(load.results[0], list(phis))
 
     def copies_ahead(stage):
         """Start iteration i+S-1's copies into `stage` (the address slice lowered for that
         iteration, the body's arguments bound to its values), then bind this iteration's again."""
         bind(ahead, look_phis)
-        _issue_copies(self, pipe, buffers, stage, self.b.icmp_signed("<", ahead, ub), ring)
+        fetched_ahead[:] = _issue_copies(self, pipe, buffers, stage, self.b.icmp_signed("<", ahead, ub), ring)
         following = {k: self.get(body.ops[-1].operands[k]) for k in pipe.slice_args}
         bind_this_iteration()
         return following
@@ -750,6 +767,11 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     for k, phis in look_phis.items():
         for p, v in zip(phis, next_look[k]):
             p.add_incoming(v, latch)
+    for j, slots in enumerate(queue):   # iteration i+1's queue: this one's shifted by one
+        following = queue[j + 1] if j + 1 < len(queue) else fetched_ahead
+        for phis, vals in zip(slots, following):
+            for p, v in zip(phis, vals):
+                p.add_incoming(v, latch)
     read_stage.add_incoming(next_read, latch)
     write_stage.add_incoming(next_write, latch)
     self.b.branch(header)

@@ -320,7 +320,9 @@ class TensorOps:
         phi.add_incoming(default, before)
         return phi
 
-    def lower_load(self, op):
+    def lower_load(self, op, valid=None):
+        """`valid` (an i1, or None): a further condition of every element's load, as a false mask
+        (a pipelined loop's load of a later iteration, which may lie past the loop's end)."""
         ptr = op.operands[0]
         if ir.is_block_ptr(ptr.type):
             raise CompilationError.at(op.loc, "block pointers must be rewritten before the GPU lowering")
@@ -354,6 +356,8 @@ class TensorOps:
         out = []
         for g in range(0, len(ptrs), vec):
             cond = masks[g] if masks is not None else None
+            if valid is not None:
+                cond = valid if cond is None else self.b.and_(valid, cond)
             if vec == 1:
                 out.append(load_where(cond, ptrs[g], elem, bytes_per, others[g]))
                 continue
