@@ -277,12 +277,12 @@ def _pointer_root(v: ir.Value):
     advances, or None when it comes from anything else (a pointer loaded from memory)."""
     while True:
         if isinstance(v, ir.BlockArgument):
-            loop = v.block.parent.parent if v.block.parent is not None else None
-            if loop is None or loop.name != "scf.for":
+            owner = v.block.parent.parent if v.block.parent is not None else None
+            if owner is not None and owner.name == "tt.func":
                 return v   # an argument of the kernel
-            if v.index == 0:
+            if owner is None or owner.name != "scf.for" or v.index == 0:
                 return None
-            v = loop.operand_group("inits")[v.index - 1]
+            v = owner.operand_group("inits")[v.index - 1]
         elif isinstance(v.owner, ir.Operation) and v.owner.name in ("tt.addptr", "tt.splat", "tt.broadcast",
                                                                     "tt.expand_dims", "ttg.convert_layout"):
             v = v.owner.operands[0]
@@ -300,8 +300,9 @@ def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
     body = loop.regions[0].blocks[0]
     written = set()
     for op in loop.walk():
-        if op.name.startswith("tt.atomic"):
-            return []
+        if op.name.startswith("tt.atomic") or op.name in ("tt.call", "tt.elementwise_inline_asm") \
+                or "descriptor_store" in op.name:
+            return []   # writes memory the loads cannot be told apart from
         if op.name == "tt.store":
             root = _pointer_root(op.operands[0])
             if root is None:
