@@ -40,6 +40,17 @@ def multi_batch_dot(a_ptr, b_ptr, c_ptr, out_ptr, BATCH: tl.constexpr, M: tl.con
 
 
 @tilejit.jit
+def _k_and_v_chunk(k_ptr, v_ptr, i, T, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """Chunk i of a [T, K] key and a [T, V] value sequence: k as [K, BT] (transposed), v as [BT, V],
+    rows past T read as zeros."""
+    o_t = i * BT + tl.arange(0, BT)
+    m_t = o_t < T
+    b_k = tl.load(k_ptr + tl.arange(0, K)[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)
+    b_v = tl.load(v_ptr + o_t[:, None] * V + tl.arange(0, V)[None, :], mask=m_t[:, None], other=0.0)
+    return b_k, b_v
+
+
+@tilejit.jit
 def gated_state_kernel(k_ptr, v_ptr, g_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
     """fla's chunked state: h = h * decay + k^T (v * exp(g)), the gated v tile computed before its dot."""
     o_k = tl.arange(0, K)
@@ -47,10 +58,8 @@ def gated_state_kernel(k_ptr, v_ptr, g_ptr, out_ptr, T, K: tl.constexpr, V: tl.c
     h = tl.zeros([K, V], dtype=tl.float32)
     for i in range(tl.cdiv(T, BT)):
         o_t = i * BT + tl.arange(0, BT)
-        m_t = o_t < T
-        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)   # [K, BT]
-        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)   # [BT, V]
-        b_g = tl.load(g_ptr + o_t, mask=m_t, other=0.0)
+        b_k, b_v = _k_and_v_chunk(k_ptr, v_ptr, i, T, K, V, BT)
+        b_g = tl.load(g_ptr + o_t, mask=o_t < T, other=0.0)
         h = h * 0.5
         b_v = (b_v * tl.exp(b_g)[:, None]).to(b_v.dtype)
         h = tl.dot(b_k, b_v, h)
@@ -135,10 +144,7 @@ def key_gated_state_kernel_in_place(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.cons
     o_v = tl.arange(0, V)
     h = tl.zeros([K, V], dtype=tl.float32)
     for i in range(tl.cdiv(T, BT)):
-        o_t = i * BT + tl.arange(0, BT)
-        m_t = o_t < T
-        b_k = tl.load(k_ptr + o_k[:, None] + o_t[None, :] * K, mask=m_t[None, :], other=0.0)     # [K, BT]
-        b_v = tl.load(v_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None], other=0.0)     # [BT, V]
+        b_k, b_v = _k_and_v_chunk(k_ptr, v_ptr, i, T, K, V, BT)
         last = tl.minimum((i + 1) * BT, T) - 1
         b_gk_last = tl.load(gk_ptr + last * K + o_k)
         next_last = tl.minimum((i + 2) * BT, T) - 1
