@@ -202,12 +202,14 @@ def test_a_gate_vector_of_a_pipelined_loop_is_loaded_stages_minus_one_iterations
     assert len([line for line in _loop_body(ptx).splitlines() if "ld.global" in line]) == 1
 
 
-def test_a_load_from_memory_the_loop_stores_to_is_not_prefetched():
-    """Loaded ahead, a value the loop itself writes in an earlier iteration would be read stale."""
+@pytest.mark.parametrize("atomic", [False, True])
+def test_a_load_from_memory_the_loop_writes_is_not_prefetched(atomic):
+    """Loaded ahead, a value the loop itself writes (stores, or adds atomically) in an earlier
+    iteration would be read stale."""
     sig = {"k_ptr": "*fp16", "v_ptr": "*fp16", "gk_ptr": "*fp32", "out_ptr": "*fp32", "T": "i32",
-           "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
-    src = ASTSource(_chain_kernel("key_gated_state_kernel_in_place"), sig, {"K": 32, "V": 64, "BT": 32},
-                    {(i,): D16 for i in range(4)})
+           "K": "constexpr", "V": "constexpr", "BT": "constexpr", "ATOMIC": "constexpr"}
+    src = ASTSource(_chain_kernel("key_gated_state_kernel_in_place"), sig,
+                    {"K": 32, "V": 64, "BT": 32, "ATOMIC": atomic}, {(i,): D16 for i in range(4)})
     ck = tilejit.compile(src, target=GPUTarget.parse("cuda:80"), options={"num_warps": 1, "num_stages": 3})
     assert f"{PIPELINED} = true" in ck.asm["ttgir"] and "ttg.prefetched" not in ck.asm["ttgir"]
 

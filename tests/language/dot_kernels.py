@@ -137,9 +137,10 @@ def key_gated_state_kernel(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.constexpr, V:
 
 @tilejit.jit
 def key_gated_state_kernel_in_place(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.constexpr, V: tl.constexpr,
-                                    BT: tl.constexpr):
-    """key_gated_state_kernel that also rescales the gate row it will read next iteration, in place:
-    the gate vector of iteration i + 1 depends on iteration i's store."""
+                                    BT: tl.constexpr, ATOMIC: tl.constexpr = False):
+    """key_gated_state_kernel that also writes the gate row it will read next iteration, in place:
+    half of this iteration's row, stored (or added with `tl.atomic_add` when ATOMIC). The gate vector
+    of iteration i + 1 depends on iteration i's write."""
     o_k = tl.arange(0, K)
     o_v = tl.arange(0, V)
     h = tl.zeros([K, V], dtype=tl.float32)
@@ -148,7 +149,10 @@ def key_gated_state_kernel_in_place(k_ptr, v_ptr, gk_ptr, out_ptr, T, K: tl.cons
         last = tl.minimum((i + 1) * BT, T) - 1
         b_gk_last = tl.load(gk_ptr + last * K + o_k)
         next_last = tl.minimum((i + 2) * BT, T) - 1
-        tl.store(gk_ptr + next_last * K + o_k, b_gk_last * 0.5, mask=next_last > last)
+        if ATOMIC:
+            tl.atomic_add(gk_ptr + next_last * K + o_k, b_gk_last * 0.5, mask=(o_k < K) & (next_last > last))
+        else:
+            tl.store(gk_ptr + next_last * K + o_k, b_gk_last * 0.5, mask=next_last > last)
         h = h * tl.exp(b_gk_last)[:, None]
         h = tl.dot(b_k, b_v, h)
     tl.store(out_ptr + o_k[:, None] * V + o_v[None, :], h)

@@ -129,26 +129,29 @@ def test_key_gated_state(device, T):
     np.testing.assert_allclose(device.numpy(out), h, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("atomic", [False, True])
 @pytest.mark.parametrize("T", [128, 100])
-def test_a_gate_vector_the_loop_rewrites_is_read_after_the_write(device, T):
-    """Each iteration halves the gate row the next one reads: the load must see that store (on a GPU
-    it is therefore not loaded iterations ahead: tests/gpu/test_gpu_pipeline.py)."""
+def test_a_gate_vector_the_loop_rewrites_is_read_after_the_write(device, T, atomic):
+    """Each iteration writes half its gate row into the row the next one reads (a store, or an
+    atomic add): the load must see that write (on a GPU it is therefore not loaded iterations
+    ahead: tests/gpu/test_gpu_pipeline.py)."""
     K, V, BT = 32, 64, 32
     k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
     v = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
     gk = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float32)
     out = device.zeros((K, V), np.float32)
     gk_dev = device.tensor(gk)
-    key_gated_state_kernel_in_place[(1,)](device.tensor(k), device.tensor(v), gk_dev, out, T, K=K, V=V, BT=BT)
-    g, h = gk.astype(np.float64), np.zeros((K, V))
+    key_gated_state_kernel_in_place[(1,)](device.tensor(k), device.tensor(v), gk_dev, out, T, K=K, V=V, BT=BT,
+                                          ATOMIC=atomic)
+    g, h = gk.copy(), np.zeros((K, V))   # the gates in fp32, as the kernel writes them
     for start in range(0, T, BT):
         last, next_last = min(start + BT, T) - 1, min(start + 2 * BT, T) - 1
-        row = g[last].copy()
+        row = g[last].astype(np.float64)
         if next_last > last:
-            g[next_last] = g[last] * 0.5
+            g[next_last] = g[last] * np.float32(0.5) + (g[next_last] if atomic else np.float32(0))
         h = h * np.exp(row)[:, None] + k[start:start + BT].astype(np.float64).T @ v[start:start + BT].astype(np.float64)
     np.testing.assert_allclose(device.numpy(out), h, rtol=2e-3, atol=2e-3)
-    np.testing.assert_allclose(device.numpy(gk_dev), g.astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(device.numpy(gk_dev), g, rtol=1e-6)
 
 
 @pytest.mark.parametrize("T", [128, 100])
