@@ -23,10 +23,6 @@ from .memory import DYNAMIC
 # Ops whose results differ between programs whatever their operands are.
 ALWAYS_VARYING = {"tt.get_program_id", "tt.load", "tt.descriptor_load", "tt.atomic_rmw", "tt.atomic_cas",
                   "tt.atomic_load", "tt.call"}
-# Ops whose pointer result points where their first pointer operand points.
-POINTER_PASSTHROUGH = {"tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans",
-                       "tt.advance", "tt.make_block_ptr", "tt.make_tensor_descriptor", "tt.bitcast",
-                       "tt.gather"}
 
 
 def is_pointerish(t: ir.Type) -> bool:
@@ -103,7 +99,7 @@ class Analysis:
                 self._misalign(r, op.name in ("tt.bitcast", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                                               "tt.atomic_cas", "tt.call")
                                or any(v in self.maybe_misaligned for v in op.operands))
-        if op.name in POINTER_PASSTHROUGH and op.operands:
+        if op.name in ir.POINTER_PASSTHROUGH and op.operands:
             for r in op.results:
                 self._set_slot(r, self.slots.get(op.operands[0]))
         elif op.name in ("tt.int_to_ptr", "tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.call"):

@@ -283,8 +283,7 @@ def _pointer_root(v: ir.Value):
             if owner is None or owner.name != "scf.for" or v.index == 0:
                 return None
             v = owner.operand_group("inits")[v.index - 1]
-        elif isinstance(v.owner, ir.Operation) and v.owner.name in ("tt.addptr", "tt.splat", "tt.broadcast",
-                                                                    "tt.expand_dims", "ttg.convert_layout"):
+        elif isinstance(v.owner, ir.Operation) and v.owner.name in ir.POINTER_PASSTHROUGH:
             v = v.owner.operands[0]
         else:
             return None

@@ -682,7 +682,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     def bind_this_iteration():
         bind(iv_phi, {k: carried[k] for k in range(len(carried))})
-        for load, phis in zip(pipe.prefetched, queue[0] if queue else []):
+        for load, phis in zip(pipe.prefetched, queue[0]):   # (S >= 2: queue has S - 1 slots)
             self.set(load.results[0], list(phis))
 
     def copies_ahead(stage):

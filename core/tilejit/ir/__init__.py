@@ -8,4 +8,4 @@ from .printer import print_module, print_op, DenseAttr
 from .parser import parse_module
 from .dialect import DialectContext, default_context
 from .verifier import verify
-from .ops import OPS, OpInfo, info as op_info, is_removable_if_unused
+from .ops import OPS, OpInfo, POINTER_PASSTHROUGH, info as op_info, is_removable_if_unused

@@ -139,6 +139,13 @@ _register("tt.func", (), pure=False, has_regions=True)
 _register("ttg.convert_layout", "src")
 
 
+# Ops whose pointer result points into the memory their first operand points into (the same kernel
+# argument's buffer): what the interpreter's memory checks and NVIDIA's pipeliner trace a pointer
+# back through to the argument it was computed from.
+POINTER_PASSTHROUGH = frozenset({
+    "tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.advance",
+    "tt.make_block_ptr", "tt.make_tensor_descriptor", "tt.bitcast", "tt.gather", "ttg.convert_layout"})
+
 _UNKNOWN_OP = OpInfo(pure=False)
 
 
