@@ -294,3 +294,44 @@ def test_fp8_max_num_imprecise_acc_below_k_keeps_the_exact_mma_sync(imprecise, w
     ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
     assert ("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx) == wgmma
     assert ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx) == (not wgmma)
+
+
+DELTA_SIGNATURE = {"k_ptr": "*fp16", "v_ptr": "*fp16", "w_ptr": "*fp16", "v_new_ptr": "*fp32", "out_ptr": "*fp32",
+                   "T": "i32", "K": "constexpr", "V": "constexpr", "BT": "constexpr"}
+
+
+def _delta_state(num_warps, size=64):
+    from test_gpu_pipeline import _chain_kernel
+    src = ASTSource(_chain_kernel("delta_state_kernel"), DELTA_SIGNATURE, {"K": size, "V": size, "BT": size},
+                    {(i,): D16 for i in range(5)})
+    return tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": num_warps, "num_stages": 2})
+
+
+def test_a_b_computed_in_the_loop_is_staged_for_wgmma_every_iteration(tmp_path):
+    """The delta rule's state loop (fla's chunk_gated_delta_rule_fwd_kernel_h): both dots take a B
+    computed in registers there (`h.to(f16)`, then `v - w h`). Each iteration writes it into shared
+    memory for wgmma, as Triton's local_alloc, and both operands are read through descriptors (A, w
+    and k, from their pipelined tiles): no mma.sync, no A fragment in registers."""
+    ck = _delta_state(num_warps=4)
+    ptx = ck.asm["ptx"]
+    wgmmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(wgmmas) == 8 and "mma.sync" not in ptx     # 2 dots x 4 k-steps, one m64 block
+    assert "ldmatrix" not in ptx
+    # each staged B is written, then made visible to the async proxy before its dot's wgmmas
+    fences = [i for i, line in enumerate(ptx.splitlines()) if "fence.proxy.async.shared::cta;" in line]
+    firsts = [i for i, line in enumerate(ptx.splitlines()) if "wgmma.mma_async" in line][::4]
+    assert len(fences) == 2 and all(f < w for f, w in zip(fences, firsts))
+    # a dot whose B is staged waits for its group inside the iteration (the next one rewrites the tile)
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx and "wgmma.wait_group.sync.aligned 1;" not in ptx
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    out = subprocess.run([ptxas(), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert " 0 bytes spill stores" in out.stderr
+
+
+def test_a_state_loop_wgmma_does_not_take_keeps_mma_sync():
+    # 2 warps: not a warpgroup; the staged path is not taken and the dots stay on mma.sync
+    ptx = _delta_state(num_warps=2).asm["ptx"]
+    assert "wgmma" not in ptx and "mma.sync" in ptx

@@ -24,9 +24,11 @@ def gated_state_reference(k, v, g, bt):
     return h
 
 
+# (K, V, BT): K = 64 is one m64 block per warpgroup, so on sm_90 the gated v tile, computed in the
+# loop, is staged into shared memory for wgmma every iteration; K = 32 runs mma.sync
+@pytest.mark.parametrize("K, V, BT", [(32, 64, 32), (64, 64, 64)])
 @pytest.mark.parametrize("T", [128, 100])
-def test_gated_state(device, T):
-    K, V, BT = 32, 64, 32
+def test_gated_state(device, T, K, V, BT):
     k = RNG.uniform(-1, 1, (T, K)).astype(np.float16)
     v = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
     g = RNG.uniform(-0.5, 0.0, T).astype(np.float32)
@@ -154,9 +156,11 @@ def test_a_gate_vector_the_loop_rewrites_is_read_after_the_write(device, T, atom
     np.testing.assert_allclose(device.numpy(gk_dev), g, rtol=1e-6)
 
 
+# size 64: both dots take wgmma on sm_90 with B (h, then v_new) staged from registers every iteration
+@pytest.mark.parametrize("size", [32, 64])
 @pytest.mark.parametrize("T", [128, 100])
-def test_delta_state(device, T):
-    K, V, BT = 32, 32, 32
+def test_delta_state(device, T, size):
+    K = V = BT = size
     k = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float16)
     v = RNG.uniform(-0.5, 0.5, (T, V)).astype(np.float16)
     w = RNG.uniform(-0.5, 0.5, (T, K)).astype(np.float16)

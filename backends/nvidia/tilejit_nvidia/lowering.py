@@ -1,13 +1,14 @@
 """The NVIDIA part of the TTGIR -> LLVM lowering, mixed into the core's `FunctionLowering`
 (`NvidiaISA.lowering_mixin`): loops marked by `tritongpu-pipeline` become cp.async ring buffers read
 with ldmatrix or by wgmma descriptors (`shared_dot.py`, `wgmma.py`), conversions into mma.sync
-operand layouts go through swizzled shared memory and ldmatrix, and outside loops the operands of
-wgmma dots are staged into shared memory where they are computed (`wgmma.stage_operand`)."""
+operand layouts go through swizzled shared memory and ldmatrix, and register operands of wgmma dots
+(outside loops; in a loop, a B computed there) are staged into shared memory where they are computed
+(`wgmma.stage_operand`)."""
 from __future__ import annotations
 
 from . import shared_dot
 from .barriers import drop_unneeded_barriers
-from .matrix_units import in_loop, untransposed
+from .matrix_units import computed_in, in_loop, untransposed
 from .pipeline import NUM_STAGES
 
 
@@ -85,15 +86,19 @@ class NvidiaLowering:
         """A conversion into operand B of version-3 (wgmma) dots of its block, all its uses such, whose
         source fits a wgmma tile; or into operand A of such dots whose B is staged, when the
         conversion is not a permutation of each thread's registers (attention's P stays in them).
-        Only outside loops."""
+        In a loop, only B, and only when computed there (`matrix_units.computed_in`)."""
         from tilejit.gpu.layouts import DotOperandEncoding
 
         from .layouts import NvidiaMmaEncoding
         from .wgmma import staged_tile
         enc = convert.result.type.encoding
         if not (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, NvidiaMmaEncoding)
-                and enc.parent.version_major == 3) or in_loop(convert):
-            # In a loop, tiles the pipeline did not leave in shared memory keep the register paths
+                and enc.parent.version_major == 3):
+            return False
+        if in_loop(convert) and not (enc.op_idx == 1 and computed_in(convert.operands[0], convert.parent)):
+            # In a loop, only a B computed in registers there is staged (every iteration, as Triton:
+            # fla's delta-rule state, 244 registers on mma.sync, 182 on wgmma with A by descriptor).
+            # Loaded tiles the pipeline did not leave in shared memory keep the register paths
             # (mma.sync, or wgmma with the A fragment): staged every iteration, bench/gpu.py's
             # 3000x2000x1500 matmul (A's rows unaligned) spilled 88 bytes, and without any alignment
             # hint (compile_speed.py's matmul) 226 instead of 88.

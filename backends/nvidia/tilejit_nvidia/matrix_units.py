@@ -142,15 +142,18 @@ class Wgmma(MatrixUnit):
     def _fits(op: ir.Operation, M: int, N: int, warps: int, kind: str) -> bool:
         """Each warpgroup (4 warps) one or more m64nNk16 row blocks (M a multiple of 16 * num_warps,
         16 <= N <= 256 a power of two). In a loop, B is loaded (or its transposition) in the loop body
-        of the dot, so that the pipeline can leave it in shared memory for the descriptor; A is read
-        through a descriptor too when it is loaded there, else from registers (the mma.sync A
-        fragment, which wgmma takes as is). Outside loops a 16-bit B is staged into shared memory by
-        the dot itself (`wgmma.stage_operand`), as Triton does."""
+        of the dot, so that the pipeline can leave it in shared memory for the descriptor, or a 16-bit
+        B is computed there (fla's state `h.to(bf16)`, a gated `v`), which the dot stages into shared
+        memory each iteration (`wgmma.stage_operand`), as Triton's local_alloc; A is read through a
+        descriptor too when it is loaded there, else from registers (the mma.sync A fragment, which
+        wgmma takes as is). Outside loops a 16-bit B is staged into shared memory by the dot itself."""
         if warps % 4 or M % (16 * warps) or not 16 <= N <= 256 or N & (N - 1):
             return False
         loop = op.parent.parent_op if op.parent is not None else None
         if loop is not None and loop.name == "scf.for":
-            return loaded_view(op.operand("b"), op.parent) is not None
+            b = op.operand("b")
+            return (loaded_view(b, op.parent) is not None
+                    or (kind in ("f16", "bf16") and computed_in(b, op.parent) and _stageable_shape(b)))
         return not in_loop(op) and kind in ("f16", "bf16")
 
 
@@ -171,6 +174,22 @@ def untransposed(value: ir.Value, block) -> Tuple[ir.Value, bool]:
     if owner is not None and owner.name == "tt.trans" and owner.parent is block:
         return owner.operands[0], True
     return value, False
+
+
+def _stageable_shape(value: ir.Value) -> bool:
+    """A 2-D 16-bit tile that fills whole 128-byte swizzle slabs along one of its dims, as the
+    `WgmmaTile` it is staged into must (`wgmma.staged_tile`)."""
+    from .shared_operands import WgmmaTile
+    shape = tuple(value.type.shape)
+    return len(shape) == 2 and any(WgmmaTile(shape, d, 2).fits() for d in (0, 1))
+
+
+def computed_in(value: ir.Value, block) -> bool:
+    """Whether `value` (or the tile `tl.trans` of it is) is computed in registers by an op of `block`
+    other than a load: a tile that no copy leaves in shared memory, so a wgmma dot stages it there."""
+    value, _ = untransposed(value, block)
+    owner = value.owner if isinstance(value.owner, ir.Operation) else None
+    return owner is not None and owner.parent is block and owner.name != "tt.load"
 
 
 def loaded_view(value: ir.Value, block) -> Optional[Tuple[ir.Operation, bool]]:

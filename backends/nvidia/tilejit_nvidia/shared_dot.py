@@ -388,7 +388,8 @@ def _ldmatrix_views(self, buf, load_views) -> dict:
 def _wgmma_converts(self, pipe):
     """{id(convert): transposed} of the pipelined converts whose results a version-3 (wgmma) dot
     reads from shared memory through descriptors: B when it is pipelined, feeds only dots and fits
-    the 128B-swizzled tile; A too when the same holds for it (else the dot reads A from registers).
+    the 128B-swizzled tile; A too when the same holds for it (else the dot reads A from registers),
+    also where B is computed in the loop and staged by its dot (`NvidiaLowering._stageable`).
     A read-back load whose every use is such a conversion (`_dot_views`) is read through descriptors
     by each of them, transposed or not."""
     from .layouts import NvidiaMmaEncoding
@@ -411,7 +412,7 @@ def _wgmma_converts(self, pipe):
         if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
             continue
         b_found = fitting(op.operands[1])
-        if b_found is None:
+        if b_found is None and not _staged_by_the_dot(self, op.operands[1]):
             continue
         a_found = fitting(op.operands[0])
         if a_found is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
@@ -420,6 +421,11 @@ def _wgmma_converts(self, pipe):
             if found is not None:
                 chosen[id(found[1])] = found[2]
     return chosen
+
+
+def _staged_by_the_dot(self, operand) -> bool:
+    convert = operand.owner
+    return getattr(convert, "name", None) == "ttg.convert_layout" and self._stageable(convert)
 
 
 def _async_wgmma_dots(body, wgmma_converts) -> dict:
