@@ -7,7 +7,8 @@ VENV := .venv
 VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.tilejit-setup-stamp
 SETUP_INPUTS := Makefile pyproject.toml $(wildcard backends/*/pyproject.toml)
-TEST_DEPS := pytest "filecheck>=1.0,<2" pyelftools msgpack matplotlib "ruff>=0.17,<0.18"
+TEST_DEPS := pytest "filecheck>=1.0,<2" pyelftools msgpack matplotlib "ruff>=0.17,<0.18" \
+  "nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14"
 TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: all setup demo test lint system-tools clean

@@ -54,6 +54,17 @@ def _simulate(shape, op_idx, inner, warps):
 def test_ldmatrix_plan_reads_every_fragment(shape, op_idx, inner, warps):
     plan = _simulate(shape, op_idx, inner, warps)
     assert sum(len(g.jobs) == 4 for g in plan.groups) >= len(plan.groups) - 1   # x4 wherever possible
+    # An x4's destinations come out in its jobs' order, and mma.sync reads each operand from
+    # consecutive registers: A's four as (m, k), (m + 8, k), (m, k + 8), (m + 8, k + 8); each n8 tile's
+    # two B registers as (k, k + 8). Any other order costs register moves before every mma.
+    for group in plan.groups:
+        if len(group.jobs) != 4:
+            continue
+        corners = [(job.non_k - group.jobs[0].non_k, job.k - group.jobs[0].k) for job in group.jobs]
+        if op_idx == 0 and corners[1][0]:
+            assert corners == [(0, 0), (8, 0), (0, 8), (8, 8)]
+        elif op_idx == 1:
+            assert corners[1] == (0, 8) and corners[3][1] - corners[2][1] == 8 and corners[2][0] == corners[3][0]
 
 
 def test_swizzle_spreads_ldmatrix_rows_over_all_banks():

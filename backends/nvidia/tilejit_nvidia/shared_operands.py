@@ -177,13 +177,19 @@ def plan_ldmatrix(layout: LinearLayout, op_idx: int, inner: int) -> Optional[Ldm
     if any(None in regs for regs in by_corner.values()):
         return None
     jobs = {c: MatrixJob(c[0], c[1], tuple(regs)) for c, regs in by_corner.items()}
-    return LdmatrixPlan(op_idx, inner != k_dim, _group_jobs(jobs))
+    return LdmatrixPlan(op_idx, inner != k_dim, _group_jobs(jobs, k_first=op_idx == 1))
 
 
-def _group_jobs(jobs) -> Tuple[MatrixGroup, ...]:
+def _group_jobs(jobs, k_first: bool = False) -> Tuple[MatrixGroup, ...]:
     """Greedy: from the lowest corner c, the next nonK corner (dn) and the next K corner (dk = 8);
     {c, c+dn, c+dk, c+dn+dk} when all are there (x4), else four corners along K (x4), else a pair
-    (x2), else one (x1)."""
+    (x2), else one (x1).
+
+    The x4's destination registers come out in its corners' order, and mma.sync takes each operand
+    in consecutive registers: A's four as (m0 k0, m8 k0, m0 k8, m8 k8), nonK first; B's two of an
+    n8 tile as (k0, k8), so for B (`k_first`) the order is {c, c+dk, c+dn, c+dn+dk}. In the other
+    order ptxas moves every B pair into place before its mma (fla's delta-rule state loop at 2
+    warps: 246 register moves an iteration)."""
     left = dict(jobs)
     groups = []
     while left:
@@ -193,7 +199,10 @@ def _group_jobs(jobs) -> Tuple[MatrixGroup, ...]:
         dk = (0, 8)
         add = lambda d: (nk + d[0], k + d[1])  # noqa: E731, B023
         if dn and all(c in left for c in (add(dn), add(dk), (nk + dn[0], k + 8))):
-            corners, step0, step1 = [(nk, k), add(dn), add(dk), (nk + dn[0], k + 8)], dn, dk
+            if k_first:
+                corners, step0, step1 = [(nk, k), add(dk), add(dn), (nk + dn[0], k + 8)], dk, dn
+            else:
+                corners, step0, step1 = [(nk, k), add(dn), add(dk), (nk + dn[0], k + 8)], dn, dk
         elif all(c in left for c in ((nk, k + 8), (nk, k + 16), (nk, k + 24))):   # one nonK tile: along K
             corners, step0, step1 = [(nk, k), (nk, k + 8), (nk, k + 16), (nk, k + 24)], dk, (0, 16)
         elif add(dk) in left:
