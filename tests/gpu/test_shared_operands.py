@@ -81,3 +81,36 @@ def test_non_fragment_layouts_have_no_plan():
     from tilejit.gpu.layouts import BlockedEncoding
     blocked = BlockedEncoding((1, 8), (4, 8), (4, 1), (1, 0)).to_linear((64, 64))
     assert plan_ldmatrix(blocked, 0, 1) is None
+
+
+@pytest.mark.parametrize("version,shape,warps,inner", [
+    (2, (64, 64), (2, 2), 1),     # an mma.sync result, staged along its rows
+    (2, (32, 64), (1, 2), 0),     # ... stored transposed (stmatrix .trans)
+    (3, (64, 64), (4, 1), 1),     # a wgmma result (fla's h.to(bf16) staged for the next dot)
+    (3, (128, 32), (4, 1), 0),
+])
+def test_stmatrix_plan_writes_every_element_of_an_mma_result_once(version, shape, warps, inner):
+    """sm_90 writes an mma result into a shared tile with stmatrix, by the plan ldmatrix would read
+    it with as operand A: simulated lane by lane, each element lands at its own tile offset, once."""
+    from tilejit_nvidia.shared_operands import WgmmaTile
+    instr = (16, shape[1], 16) if version == 3 else (16, 8)
+    layout = NvidiaMmaEncoding(version, 0, warps, instr).to_linear(shape)
+    tile = WgmmaTile(shape, inner) if version == 3 else SwizzledTile(shape, inner)
+    plan = plan_ldmatrix(layout, 0, inner, warps_along_k=True)
+    assert plan is not None and plan.trans == (inner == 0)
+    a = IntArith()
+    written = {}
+    for warp in range(layout.num_warps):
+        warp_part = layout.coords(0, 0, warp)
+        for group in plan.groups:
+            addrs = [tile.offset(a, plan.lane_coords(a, group, lane, warp_part)) for lane in range(32)]
+            for s, job in enumerate(group.jobs):
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    for h in range(2):
+                        row, col = (g, 2 * t + h) if not plan.trans else (2 * t + h, g)
+                        offset = addrs[8 * s + row] + col
+                        assert offset not in written, "written twice"
+                        written[offset] = layout.coords(job.registers[h], lane, warp)
+    assert len(written) == shape[0] * shape[1]
+    assert all(tile.offset(a, coords) == offset for offset, coords in written.items())

@@ -198,6 +198,19 @@ class NvidiaISA(TargetDescription):
     def async_wait(self, builder, pending: int) -> None:
         call_intrinsic(builder, "llvm.nvvm.cp.async.wait.group", llir.VoidType(), [llir.Constant(I32, pending)])
 
+    @property
+    def supports_store_matrix(self) -> bool:
+        return self.arch >= 90
+
+    def store_matrix(self, builder, ptr_shared, words, trans: bool) -> None:
+        """sm_90 `stmatrix`: lane 8m + r gives the address of row r of matrix m, thread t's word m
+        holds row t / 4, columns 2 (t % 4) and the next of matrix m (ldmatrix's inverse)."""
+        regs = ", ".join(f"${i + 1}" for i in range(len(words)))
+        text = f"stmatrix.sync.aligned.m8n8.x{len(words)}{'.trans' if trans else ''}.shared.b16 [$0], {{{regs}}};"
+        address = builder.ptrtoint(ptr_shared, I32)
+        inline_ptx(builder, llir.VoidType(), text, ",".join(["r"] * (len(words) + 1)) + ",~{memory}",
+                   [address, *words])
+
     def load_matrix(self, builder, ptr_shared, count: int, trans: bool):
         name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}.{'trans.' if trans else ''}b16"
         if count == 1:

@@ -254,8 +254,35 @@ def write_tile(self, values, layout, vec, elem_ty, pointer_of) -> None:
         self.b.store(packed, ptr, align=2 * vec)
 
 
+def store_plan(self, layout, tile):
+    """How to write the registers of `layout` (16-bit) into `tile` with sm_90's stmatrix: the ldmatrix
+    plan of a layout whose 8x8 blocks are the mma fragments (an mma accumulator, an A operand), as
+    if it were operand A (each thread's register pairs along dim 1); None where there is no stmatrix
+    or the layout is not one (the tile is then written with vector stores, `write_tile`)."""
+    if not self.isa.supports_store_matrix or not tile.fits():
+        return None
+    return plan_ldmatrix(layout, 0, tile.inner, warps_along_k=True)
+
+
+def store_matrices(self, tile, plan, layout, values, elem_ty, base_elems, span=None) -> None:
+    """Write `values` (the registers of `layout`, which `plan` was made for by `store_plan`) into the
+    tile that starts `base_elems` 16-bit elements into shared memory, four 8x8 matrices a stmatrix
+    (Triton's local_alloc of an mma result): a quarter of the stores of 32-bit vector ones."""
+    from .mma_sync import pack_pair
+    a = LLVMArith(self.b)
+    warp_part = [self._bit_combination(layout.warps, self.warp, d) for d in range(2)]
+    elem = "f16" if isinstance(elem_ty, llir.HalfType) else "b16"
+    for group in plan.groups:
+        coords = plan.lane_coords(a, group, self.lane, warp_part)
+        ptr = self.smem_region_ptr(elem_ty, a.value(a.add(base_elems, tile.offset(a, coords))), span)
+        words = [pack_pair(self.b, values[job.registers[0]], values[job.registers[1]], elem) for job in group.jobs]
+        if elem == "f16":   # a <2 x half>
+            words = [self.b.bitcast(w, I32) for w in words]
+        self.isa.store_matrix(self.b, ptr, words, plan.trans)
+
+
 def convert_to_dot_operand(self, value, dst_type, how):
-    """Registers -> swizzled shared tile (vector stores) -> ldmatrix."""
+    """Registers -> swizzled shared tile (stmatrix, or vector stores) -> ldmatrix."""
     tile, plan, vec = how
     src_t = value.type
     src = self.layout(src_t)
@@ -263,9 +290,15 @@ def convert_to_dot_operand(self, value, dst_type, how):
     self.smem_base(tile.nbytes)
     a = LLVMArith(self.b)
     values = self.get(value)
-    coords = self.element_coords(src)
     self.isa.barrier(self.b)
-    write_tile(self, values, src, vec, elem_ty, lambda r0: self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0]))))
+    stores = store_plan(self, src, tile)
+    if stores is not None:
+        store_matrices(self, tile, stores, src, values, elem_ty, self.scratch_offset // 2,
+                       (self.scratch_offset, SCRATCH_END))
+    else:
+        coords = self.element_coords(src)
+        write_tile(self, values, src, vec, elem_ty,
+                   lambda r0: self.smem_ptr(elem_ty, a.value(tile.offset(a, coords[r0]))))
     self.isa.barrier(self.b)
     out = read_dot_operand(self, tile, plan, dst_type, self.scratch_offset // 2, (self.scratch_offset, SCRATCH_END))
     self.isa.barrier(self.b)

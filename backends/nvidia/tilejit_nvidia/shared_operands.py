@@ -154,10 +154,11 @@ def _basis(rank: int, dim: int, value: int):
     return tuple(value if d == dim else 0 for d in range(rank))
 
 
-def plan_ldmatrix(layout: LinearLayout, op_idx: int, inner: int) -> Optional[LdmatrixPlan]:
+def plan_ldmatrix(layout: LinearLayout, op_idx: int, inner: int, warps_along_k: bool = False) -> Optional[LdmatrixPlan]:
     """How to fill the registers of dot-operand layout `layout` (mma.sync m16n8k16, operand `op_idx`)
     with ldmatrix from a tile stored along `inner`; None when the layout is not the fragment layout
-    ldmatrix produces (then the generic conversion is used)."""
+    ldmatrix produces (then the generic conversion is used). `warps_along_k`: the plan of a layout
+    whose warps may also split dim "K" (an mma result written with stmatrix, which is no operand)."""
     if layout.rank != 2:
         return None
     k_dim = 1 if op_idx == 0 else 0
@@ -166,7 +167,7 @@ def plan_ldmatrix(layout: LinearLayout, op_idx: int, inner: int) -> Optional[Ldm
                   _basis(2, nk_dim, 4))
     if tuple(layout.lanes) != want_lanes or not layout.registers or layout.registers[0] != _basis(2, k_dim, 1):
         return None
-    if any(b[k_dim] for b in layout.warps):
+    if not warps_along_k and any(b[k_dim] for b in layout.warps):
         return None
     by_corner = {}
     for r, off in enumerate(layout.register_offsets()):

@@ -225,7 +225,7 @@ def stage_operand(self, value: ir.Value, readers: int):
     from tilejit.gpu.llvm.convert import _run_length
     from tilejit.gpu.llvm.scalar_ops import llvm_type
 
-    from .shared_dot import LLVMArith, write_tile
+    from .shared_dot import LLVMArith, store_matrices, store_plan, write_tile
     from .shared_operands import ATOM_BYTES
     tile = staged_tile(self, value)
     layout = self.layout(value.type)
@@ -237,11 +237,15 @@ def stage_operand(self, value: ir.Value, readers: int):
     self.staged_regions.append(region)
     self.scratch_offset = start + tile.nbytes
     elem_ty = llvm_type(value.type)
-    values, coords = self.get(value), self.element_coords(layout)
-    a = LLVMArith(self.b)
+    values, a = self.get(value), LLVMArith(self.b)
     self.isa.barrier(self.b)   # the scratch's previous user is done with it
-    write_tile(self, values, layout, vec, elem_ty,
-               lambda r0: self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0])))))
+    stores = store_plan(self, layout, tile)
+    if stores is not None:
+        store_matrices(self, tile, stores, layout, values, elem_ty, start // 2)
+    else:
+        coords = self.element_coords(layout)
+        write_tile(self, values, layout, vec, elem_ty,
+                   lambda r0: self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0])))))
     _asm(self.b, llir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [])
     self.isa.barrier(self.b)
     return tile, region
