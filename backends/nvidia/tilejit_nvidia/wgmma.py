@@ -6,8 +6,9 @@ the loop too) with `cp.async` into `WgmmaTile`s (128B-swizzled) and hands the do
 instead of registers. Outside loops the dot's B (and A, unless it comes from a matrix result) is
 written into a `WgmmaTile` of the scratch where it is computed (`stage_operand`), as Triton's
 `local_alloc`; in a loop, a B computed in registers there is (fla's delta-rule state), every
-iteration, the dot waiting for its group before the tile's region is given back. Each warpgroup (4 warps) then runs, per m64 block of its rows (M may hold
-several: block r of warpgroup g starts at row 16 * num_warps * r + 64 g) and per k-step of 16, one
+iteration, the dot waiting for its group before the tile's region is given back. Each warpgroup
+(4 warps) then runs, per m64 block of its rows (M may hold several: block r of warpgroup g starts
+at row 16 * num_warps * r + 64 g) and per k-step of 16, one
 `m64nNk16` whose B is a matrix descriptor (start address, LBO/SBO, swizzle mode) and whose A is
 one too, or four registers of the A fragment (attention's P, which never leaves registers):
 
