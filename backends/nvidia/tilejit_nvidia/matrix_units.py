@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 
 from tilejit import ir
 from .layouts import NvidiaMmaEncoding
+from .shared_operands import staging_dims
 from tilejit.gpu.target import DotSite, MatrixUnit
 
 
@@ -153,7 +154,7 @@ class Wgmma(MatrixUnit):
         if loop is not None and loop.name == "scf.for":
             b = op.operand("b")
             return (loaded_view(b, op.parent) is not None
-                    or (kind in ("f16", "bf16") and computed_in(b, op.parent) and _stageable_shape(b)))
+                    or (kind in ("f16", "bf16") and computed_in(b, op.parent) and staging_dims(b.type.shape)))
         return not in_loop(op) and kind in ("f16", "bf16")
 
 
@@ -176,17 +177,10 @@ def untransposed(value: ir.Value, block) -> Tuple[ir.Value, bool]:
     return value, False
 
 
-def _stageable_shape(value: ir.Value) -> bool:
-    """A 2-D 16-bit tile that fills whole 128-byte swizzle slabs along one of its dims, as the
-    `WgmmaTile` it is staged into must (`wgmma.staged_tile`)."""
-    from .shared_operands import WgmmaTile
-    shape = tuple(value.type.shape)
-    return len(shape) == 2 and any(WgmmaTile(shape, d, 2).fits() for d in (0, 1))
-
-
 def computed_in(value: ir.Value, block) -> bool:
-    """Whether `value` (or the tile `tl.trans` of it is) is computed in registers by an op of `block`
-    other than a load: a tile that no copy leaves in shared memory, so a wgmma dot stages it there."""
+    """Whether `value` (or, for a `tl.trans` in `block`, the tile it transposes) is computed in
+    registers by an op of `block` other than a load: a tile that no copy leaves in shared memory, so
+    a wgmma dot stages it there."""
     value, _ = untransposed(value, block)
     owner = value.owner if isinstance(value.owner, ir.Operation) else None
     return owner is not None and owner.parent is block and owner.name != "tt.load"

@@ -275,6 +275,14 @@ class WgmmaTile(_Tile):
         return self.slab_bytes, ATOM_BYTES
 
 
+def staging_dims(shape) -> Tuple[int, ...]:
+    """The dims a 16-bit 2-D tile of `shape` can be contiguous along in a `WgmmaTile` (whole 128-byte
+    slabs): where a register operand of wgmma can be staged (`wgmma.staged_tile`)."""
+    if len(shape) != 2:
+        return ()
+    return tuple(d for d in (0, 1) if WgmmaTile(tuple(shape), d).fits())
+
+
 def descriptor_bits(start_address: int, lbo: int, sbo: int) -> int:
     """A wgmma matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, LBO and SBO
     in 16-byte units in bits 0-13, 16-29, 32-45; base offset 0 (1024-byte aligned atoms); swizzle

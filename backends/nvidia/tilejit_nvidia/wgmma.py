@@ -33,7 +33,7 @@ from tilejit.gpu.isa import F32, I32
 
 from .inline_ptx import inline_ptx as _asm
 from .mma_sync import H2, pack_halves, unpack_halves
-from .shared_operands import WgmmaTile, descriptor_bits
+from .shared_operands import WgmmaTile, descriptor_bits, staging_dims
 
 I64 = llir.IntType(64)
 # The PTX names of the operand types that only the K-major, A-in-shared-memory forms take.
@@ -211,7 +211,7 @@ def staged_tile(self, value: ir.Value):
     if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
         return None
     layout = self.layout(t)
-    fitting = [d for d in (0, 1) if WgmmaTile(tuple(t.shape), d).fits()]
+    fitting = staging_dims(t.shape)
     if not fitting:
         return None
     inner = max(fitting, key=lambda d: _run_length(layout, d, 8))
