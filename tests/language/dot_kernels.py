@@ -213,3 +213,27 @@ def gated_tf32_dot_kernel(q_ptr, k_ptr, g_ptr, a_ptr, K, BC: tl.constexpr, BK: t
         b_kg = b_k * tl.exp2(b_gn[:, None] - b_gk)
         acc = tl.dot(b_qg, b_kg, acc)
     tl.store(a_ptr + o_i[:, None] * BC + o_i[None, :], acc)
+
+
+@tilejit.jit
+def state_gradient_kernel(do_ptr, h_ptr, dh_ptr, dq_ptr, dg_ptr, T, V, K: tl.constexpr, BT: tl.constexpr,
+                          BV: tl.constexpr):
+    """dq = do h^T and dg = (sum over v of h * dh) * dq[0] over V blocks (gla's backward `inter`):
+    fp32 state tiles stored [K, V] and read [BV, K] (contiguous along dim 0), summed along V in the
+    loop and cast to 16 bits for the dot; the carried sum is used after the loop next to the dot's
+    result, columns past V masked."""
+    o_t = tl.arange(0, BT)
+    o_k = tl.arange(0, K)
+    m_t = o_t < T
+    dq = tl.zeros([BT, K], dtype=tl.float32)
+    dgk = tl.zeros([K], dtype=tl.float32)
+    for i_v in range(tl.cdiv(V, BV)):
+        o_v = i_v * BV + tl.arange(0, BV)
+        m_v = o_v < V
+        b_do = tl.load(do_ptr + o_t[:, None] * V + o_v[None, :], mask=m_t[:, None] & m_v[None, :], other=0.0)
+        b_h = tl.load(h_ptr + o_v[:, None] + o_k[None, :] * V, mask=m_v[:, None], other=0.0)
+        b_dh = tl.load(dh_ptr + o_v[:, None] + o_k[None, :] * V, mask=m_v[:, None], other=0.0)
+        dgk += tl.sum(b_h * b_dh, axis=0)
+        dq = tl.dot(b_do, b_h.to(b_do.dtype), dq)
+    tl.store(dq_ptr + o_t[:, None] * K + o_k[None, :], dq, mask=m_t[:, None])
+    tl.store(dg_ptr + o_t[:, None] * K + o_k[None, :], dq * dgk[None, :], mask=m_t[:, None])

@@ -9,7 +9,7 @@ import pytest
 
 from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
                          key_gated_state_kernel, key_gated_state_kernel_in_place, scaled_gram_kernel,
-                         two_dots_kernel)
+                         state_gradient_kernel, two_dots_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -35,6 +35,20 @@ def test_gated_state(device, T, K, V, BT):
     out = device.zeros((K, V), np.float32)
     gated_state_kernel[(1,)](device.tensor(k), device.tensor(v), device.tensor(g), out, T, K=K, V=V, BT=BT)
     np.testing.assert_allclose(device.numpy(out), gated_state_reference(k, v, g, BT), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("T, V", [(64, 128), (50, 100)])
+def test_state_gradient_sums_the_state_in_the_loop_next_to_its_dot(device, T, V):
+    K, BT, BV = 64, 64, 32
+    do = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
+    h = RNG.uniform(-1, 1, (K, V)).astype(np.float32)
+    dh = RNG.uniform(-1, 1, (K, V)).astype(np.float32)
+    dq, dg = device.zeros((T, K), np.float32), device.zeros((T, K), np.float32)
+    state_gradient_kernel[(1,)](device.tensor(do), device.tensor(h), device.tensor(dh), dq, dg, T, V, K=K, BT=BT, BV=BV)
+    want_dq = do.astype(np.float64) @ h.astype(np.float16).astype(np.float64).T
+    want_dg = want_dq * (h.astype(np.float64) * dh).sum(axis=1)[None, :]
+    np.testing.assert_allclose(device.numpy(dq), want_dq, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(device.numpy(dg), want_dg, rtol=2e-3, atol=2e-2)
 
 
 @pytest.mark.parametrize("N", [128, 100])

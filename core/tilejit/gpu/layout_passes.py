@@ -105,6 +105,12 @@ _NEUTRAL = "neutral"   # `_source_layout`: built from constants only, free in an
 _ACCESS_OPS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_load", "tt.atomic_store")
 
 
+def _register_layout_of_loads(enc) -> bool:
+    """`enc` is a layout `_source_layout` found: a load's blocked layout or a slice of one."""
+    return isinstance(enc, BlockedEncoding) or (isinstance(enc, SliceEncoding)
+                                                and isinstance(enc.parent, BlockedEncoding))
+
+
 class _Layouts:
     """What the passes know about one function, read from its IR: decided layouts (`fixed`, from the
     types), access layouts, default layouts per rank and flowing matrix layouts (from the hints)."""
@@ -345,7 +351,7 @@ class _AssignLayouts(_Layouts):
             return None
         if id(v) in self.fixed:
             return self.fixed[id(v)]
-        enc = self.flowing.get(id(v)) or self.wanted.get(id(v))
+        enc = self.flowing.get(id(v)) or self._loop_result_layout(v) or self.wanted.get(id(v))
         if enc is None and v.type.rank >= 2:
             # Nobody asked (a dot operand's chain: the dot takes any layout through a conversion). A
             # value computed elementwise from loads that agree on a layout stays in theirs, so the
@@ -357,6 +363,19 @@ class _AssignLayouts(_Layouts):
             enc = self.layout_for(v.type)
         self.fixed[id(v)] = enc
         return enc
+
+    def _loop_result_layout(self, v: ir.Value):
+        """The layout a loop's result is computed in by its body when that is a load's layout (or a
+        reduction of one): users after the loop convert the result once, where deciding it by their
+        wish converted the body's loaded tiles every iteration. fla's gla backward carried
+        `b_dgk += tl.sum(b_h * b_dh, axis=0)` in the slice of the MMA layout its epilogue uses, and
+        converted both [64, 64] fp32 tiles into that layout in every iteration (Triton converts the
+        [64] sum after the loop)."""
+        owner = v.owner
+        if not isinstance(owner, ir.Operation) or owner.name != "scf.for":
+            return None
+        source = self._source_layout(v, self._source_memo)
+        return source if _register_layout_of_loads(source) and source.rank == v.type.rank else None
 
     def want(self, v: ir.Value, enc) -> None:
         if _is_tensor(v) and enc is not None and id(v) not in self.wanted:
@@ -377,6 +396,11 @@ class _AssignLayouts(_Layouts):
             # user (expand_dims) picks the operand's layout, so that no conversion is needed.
             axis = op.attrs["axis"]
             asked = self.fixed.get(id(op.results[0])) or self.wanted.get(id(op.results[0]))
+            source = self._operands_source(op, op.operands[0].type.shape, self._source_memo, 0)
+            if isinstance(source, BlockedEncoding) and isinstance(asked, SliceEncoding) and asked.parent != source:
+                # Operands computed from loads that agree on a layout are reduced in theirs: the
+                # result, a dimension smaller, is what gets converted (as Triton).
+                asked = None
             if isinstance(asked, SliceEncoding) and asked.dim == axis:
                 for v in op.operands:
                     self.want(v, asked.parent)
@@ -460,15 +484,24 @@ class _AssignLayouts(_Layouts):
             elif op.name in ("arith.constant", "tt.splat", "tt.make_range", "tt.broadcast"):
                 # a broadcast is as cheap in any layout: its smaller source follows
                 result = _NEUTRAL
+            elif op.name == "tt.reduce":
+                # a reduction of tiles in a load's layout comes out in its slice
+                parent = self._operands_source(op, op.operands[0].type.shape, memo, depth)
+                result = SliceEncoding(op.attrs["axis"], parent) if isinstance(parent, BlockedEncoding) else None
             elif ir.op_info(op.name).elementwise and not op.regions:
-                found = {_NEUTRAL}
-                for o in op.operands:
-                    found.add(self._source_layout(o, memo, depth + 1) if _is_tensor(o)
-                              and o.type.shape == v.type.shape else _NEUTRAL if not _is_tensor(o) else None)
-                found.discard(_NEUTRAL)
-                result = _NEUTRAL if not found else found.pop() if len(found) == 1 else None
+                result = self._operands_source(op, v.type.shape, memo, depth)
         memo[key] = result
         return result
+
+    def _operands_source(self, op: ir.Operation, shape, memo: dict, depth: int):
+        """`_source_layout` common to `op`'s operands of `shape` (scalars are neutral; a tensor of
+        another shape decides nothing)."""
+        found = {_NEUTRAL}
+        for o in op.operands:
+            found.add(self._source_layout(o, memo, depth + 1) if _is_tensor(o) and o.type.shape == shape
+                      else _NEUTRAL if not _is_tensor(o) else None)
+        found.discard(_NEUTRAL)
+        return _NEUTRAL if not found else found.pop() if len(found) == 1 else None
 
     def _loop_result_source(self, loop: ir.Operation, v: ir.Value, memo: dict, depth: int):
         """`_source_layout` of a loop's result: that of the value the body yields for it, the loop's
