@@ -154,6 +154,43 @@ def test_bf16_and_smaller_tiles():
     assert ck.asm["ptx"].count("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") == 4
 
 
+def test_split_accumulator_layout_puts_each_warpgroup_on_its_columns():
+    """warpsPerCTA [4, 2] (8 warps on 64 rows): warps 0-3 own rows 16w.. of columns 0..N/2-1, warps
+    4-7 the same rows of columns N/2..N-1, each warp's registers the PTX fragment of m64n(N/2)."""
+    enc = NvidiaMmaEncoding(3, 0, (4, 2), (16, 32, 16))
+    ll = enc.to_linear((64, 64))
+    assert len(ll.register_offsets()) == 16
+    for warp, lane in itertools.product(range(8), range(32)):
+        for j, i in itertools.product(range(4), range(4)):
+            row = 16 * (warp % 4) + lane // 4 + 8 * (i // 2)
+            col = 32 * (warp // 4) + 8 * j + 2 * (lane % 4) + i % 2
+            assert tuple(ll.coords(4 * j + i, lane, warp)) == (row, col), (warp, lane, j, i)
+    # A is shared by the two warpgroups: every warp holds the rows of its position in its group
+    a = enc.operand_linear(0, (64, 32))
+    for lane in range(32):
+        for r in range(len(a.register_offsets())):
+            assert a.coords(r, lane, 1) == a.coords(r, lane, 5)
+
+
+@pytest.mark.parametrize("bn, b_k_major, form", [(128, False, "m64n64k16"), (64, True, "m64n32k16"), (64, False, None)])
+def test_eight_warps_on_64_rows_split_n_between_the_warpgroups(bn, b_k_major, form):
+    """Triton's [4, 2]: each warpgroup an m64n(N/2) with its own B columns, rows further in a K-major
+    tile or a whole 128-byte slab further in an N-major one; 32-column blocks of an N-major tile
+    would start inside a slab, so that dot keeps mma.sync."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+    from test_lang_dot import _strided_b_matmul
+    K = 256
+    strides = (1, K) if b_k_major else (bn, 1)
+    ck = _strided_b_matmul.warmup("*fp16", "*fp16", "*fp32", K, *strides, BM=64, BN=bn, BK=64, grid=(1,),
+                                  target="cuda:90", num_warps=8, num_stages=3)
+    ptx = ck.asm["ptx"]
+    if form is None:
+        assert "wgmma" not in ptx and "mma.sync" in ptx
+        return
+    assert "warpsPerCTA = [4, 2]" in ck.asm["ttgir"]
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{form}.f32.f16.f16") == 4 and "mma.sync" not in ptx
+
+
 def test_shapes_wgmma_does_not_take_keep_mma_sync_and_a_register_a_takes_wgmma():
     # BM = 32 with 4 warps: not one m64 block per warpgroup
     src = ASTSource(_matmul, MATMUL_SIGNATURE, {"BM": 32, "BN": 64, "BK": 32, "OTHER": 0.0, "SCALE_INSIDE": False},

@@ -184,6 +184,42 @@ def _strided_b_matmul(a_ptr, b_ptr, c_ptr, K, stride_bk, stride_bn,
     tl.store(c_ptr + m[:, None] * BN + n[None, :], acc)
 
 
+# 8 warps on 64-row tiles: on an H100 wgmma's two warpgroups split N (Triton's warpsPerCTA [4, 2]),
+# each reading its own column block of B: rows further in a K-major tile (BN = 64), a 128-byte slab
+# further in an N-major one (BN = 128); an N-major B with 32-column blocks keeps mma.sync, and a B
+# read with a column stride of 2 (no vector copies, so not pipelined) runs mma.sync on the split
+# layout's registers.
+@pytest.mark.parametrize("BN, b_order", [(128, "n"), (64, "k"), (64, "n"), (128, "n, stride 2")])
+def test_a_64_row_matmul_loop_at_8_warps(device, BN, b_order):
+    BM, BK, K = 64, 64, 256
+    rs = np.random.RandomState(11)
+    a = rs.uniform(-1, 1, (BM, K)).astype(np.float16)
+    b = rs.uniform(-1, 1, (K, BN)).astype(np.float16)
+    if b_order == "k":
+        b_arg, stride_bk, stride_bn = device.tensor(np.ascontiguousarray(b.T)), 1, K
+    elif b_order == "n":
+        b_arg, stride_bk, stride_bn = device.tensor(b), BN, 1
+    else:
+        spread = np.zeros((K, 2 * BN), np.float16)
+        spread[:, ::2] = b
+        b_arg, stride_bk, stride_bn = device.tensor(spread), 2 * BN, 2
+    out = device.zeros((BM, BN), np.float32)
+    _strided_b_matmul[(1,)](device.tensor(a), b_arg, out, K, stride_bk, stride_bn, BM=BM, BN=BN, BK=BK, num_warps=8)
+    np.testing.assert_allclose(device.numpy(out), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+def test_a_64_row_dot_at_8_warps_outside_loops(device):
+    """B staged from registers by the dot, K-major so that each warpgroup starts its own columns."""
+    M = N = K = 64
+    rs = np.random.RandomState(12)
+    a = rs.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rs.uniform(-1, 1, (K, N)).astype(np.float16)
+    out = device.zeros((M, N), np.float32)
+    _dot_kernel[(1,)](device.tensor(a), device.tensor(b), out, out, M=M, N=N, K=K, IN="float16", PRECISION=None,
+                      USE_ACC=False, OUT="fp32", num_warps=8)
+    np.testing.assert_allclose(device.numpy(out), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float32"])
 def test_k_major_matmul_loop_in_fp8_and_tf32(device, dtype):
     """fp8 and fp32 (tf32) operands with A and B both K-major, in a K loop: on an H100 the pipelined

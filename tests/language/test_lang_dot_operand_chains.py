@@ -37,14 +37,16 @@ def test_gated_state(device, T, K, V, BT):
     np.testing.assert_allclose(device.numpy(out), gated_state_reference(k, v, g, BT), rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("T, V", [(64, 128), (50, 100)])
-def test_state_gradient_sums_the_state_in_the_loop_next_to_its_dot(device, T, V):
-    K, BT, BV = 64, 64, 32
+# 8 warps with BV = 64: on an H100 the 64-row dot's warpgroups split N, B staged K-major each iteration
+@pytest.mark.parametrize("T, V, BV, warps", [(64, 128, 32, 4), (50, 100, 32, 4), (50, 128, 64, 8)])
+def test_state_gradient_sums_the_state_in_the_loop_next_to_its_dot(device, T, V, BV, warps):
+    K, BT = 64, 64
     do = RNG.uniform(-1, 1, (T, V)).astype(np.float16)
     h = RNG.uniform(-1, 1, (K, V)).astype(np.float32)
     dh = RNG.uniform(-1, 1, (K, V)).astype(np.float32)
     dq, dg = device.zeros((T, K), np.float32), device.zeros((T, K), np.float32)
-    state_gradient_kernel[(1,)](device.tensor(do), device.tensor(h), device.tensor(dh), dq, dg, T, V, K=K, BT=BT, BV=BV)
+    state_gradient_kernel[(1,)](device.tensor(do), device.tensor(h), device.tensor(dh), dq, dg, T, V, K=K, BT=BT, BV=BV,
+                                num_warps=warps)
     want_dq = do.astype(np.float64) @ h.astype(np.float16).astype(np.float64).T
     want_dg = want_dq * (h.astype(np.float64) * dh).sum(axis=1)[None, :]
     np.testing.assert_allclose(device.numpy(dq), want_dq, rtol=2e-3, atol=2e-3)

@@ -30,8 +30,13 @@ class NvidiaMmaEncoding(DistributedEncoding):
         return len(self.warps_per_cta)   # 3 for a batched (3-D) mma.sync dot: dim 0 is the batch
 
     def _warp_chunks(self, m_dim, n_dim):
-        chunks = [("warp", n_dim, log2_exact(self.warps_per_cta[-1])),
-                  ("warp", m_dim, log2_exact(self.warps_per_cta[-2]))]
+        """The warps of the result (or of operand A with `n_dim` None, B with `m_dim` None: an operand
+        is shared by the warps along the other dim). mma.sync numbers its warps along N first;
+        wgmma's warpgroups are 4 consecutive warps along M (64 rows), so its warps along M come first
+        and the warpgroups along N (8 warps on a 64-row tile, Triton's [4, 2]) after them."""
+        along_n = ("warp", n_dim, log2_exact(self.warps_per_cta[-1]))
+        along_m = ("warp", m_dim, log2_exact(self.warps_per_cta[-2]))
+        chunks = [along_m, along_n] if self.version_major == 3 else [along_n, along_m]
         return chunks + self._batch_warps()
 
     def _batch_warps(self):
@@ -53,16 +58,19 @@ class NvidiaMmaEncoding(DistributedEncoding):
     def operand_linear(self, op_idx: int, shape) -> LinearLayout:
         """Operand `op_idx` of a dot with this result layout: the m16n8k16 A (a0..a7) or B (b0..b3)
         fragments, A shared by the warps along N, B by the warps along M (per batch for a 3-D dot)."""
-        wpc, lead = self.warps_per_cta, self.rank - 2
+        lead = self.rank - 2
         if op_idx == 0:   # A (M x K)
             m, k = lead, lead + 1
             chunks = [("register", k, 1), ("lane", k, 2), ("lane", m, 3), ("register", m, 1),
-                      ("register", k, 1), ("warp", None, log2_exact(wpc[-1])), ("warp", m, log2_exact(wpc[-2]))]
+                      ("register", k, 1)] + self._warp_chunks(m, None)
         else:             # B (K x N)
             k, n = lead, lead + 1
-            chunks = [("register", k, 1), ("lane", k, 2), ("lane", n, 3), ("register", k, 1),
-                      ("warp", n, log2_exact(wpc[-1])), ("warp", None, log2_exact(wpc[-2]))]
-        return _build(shape, chunks + self._batch_warps())
+            chunks = [("register", k, 1), ("lane", k, 2), ("lane", n, 3), ("register", k, 1)]
+            if self.version_major == 3 and self.warps_per_cta[-1] > 1:
+                # warpgroups split N: each warp's B is its group's N / groups columns, as its result
+                chunks.append(("register", n, log2_exact(self.instr_shape[1] // 8, "wgmma instruction N")))
+            chunks += self._warp_chunks(None, n)
+        return _build(shape, chunks)
 
     def __str__(self) -> str:
         return (f"#ttg.nvidia_mma<{{versionMajor = {self.version_major}, versionMinor = "

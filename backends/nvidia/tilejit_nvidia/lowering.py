@@ -58,11 +58,15 @@ class NvidiaLowering:
             return False
         value, transposed = untransposed(convert.operands[0], convert.parent)
         readers = len(convert.result.uses)
+        inner = _required_inner(convert)
+        if inner is not None and transposed:
+            inner = 1 - inner
         staged = self.staged_sources.get(id(value))
-        if staged is not None and any(region is staged[1] for region in self.staged_regions):
+        if (staged is not None and any(region is staged[1] for region in self.staged_regions)
+                and inner in (None, staged[0].inner)):
             staged[1][1] += readers
         else:
-            staged = stage_operand(self, value, readers)
+            staged = stage_operand(self, value, readers, inner)
             self.staged_sources[id(value)] = staged
         tile = staged[0].transposed() if transposed else staged[0]
         self.staged_operands[id(convert.result)] = WgmmaOperand(tile, staged[1][2], convert.result.type.encoding.op_idx)
@@ -107,7 +111,13 @@ class NvidiaLowering:
         if not uses or not all(user.name == "tt.dot" and index == enc.op_idx and user.parent is convert.parent
                                and user.result.type.encoding == enc.parent for user, index in uses):
             return False
-        if staged_tile(self, convert.operands[0]) is None:
+        inner = _required_inner(convert)
+        if inner is None:
+            tile = staged_tile(self, convert.operands[0])
+        else:
+            value, transposed = untransposed(convert.operands[0], convert.parent)
+            tile = staged_tile(self, value, inner ^ transposed)
+        if tile is None:
             return False
         if enc.op_idx == 1:
             return True
@@ -120,3 +130,14 @@ class NvidiaLowering:
     dot_operand_plan = shared_dot.dot_operand_plan
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
 
+
+def _required_inner(convert):
+    """The contiguous dim (of the converted tile) a staged B must have: K (0) when its dots'
+    warpgroups split N into column blocks narrower than a 128-byte slab (`matrix_units.Wgmma._warps`),
+    else None (any)."""
+    enc = convert.result.type.encoding
+    warps_n = enc.parent.warps_per_cta[1]
+    if enc.op_idx != 1 or warps_n == 1:
+        return None
+    width = convert.result.type.shape[1] // warps_n
+    return None if width % 64 == 0 else 0

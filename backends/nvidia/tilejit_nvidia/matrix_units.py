@@ -1,7 +1,8 @@
 """The NVIDIA matrix instructions `tt.dot` may use, as matrix units for the core's accelerate-matmul.
 
-- `Wgmma` (sm_90): `wgmma.mma_async` m64nNk16, all warps along M (each warpgroup of 4 warps one or
-  more 64-row blocks), B (and A when loaded there) read from shared memory by descriptor;
+- `Wgmma` (sm_90): `wgmma.mma_async` m64nNk16, warps along M (each warpgroup of 4 warps one or
+  more 64-row blocks; the warpgroups split N on a 64-row tile), B (and A when loaded there) read
+  from shared memory by descriptor;
 - `MmaSync` (sm_80+): `mma.sync.m16n8k16` (f16, bf16, fp8 upcast to f16), `m16n8k8.tf32` (fp32
   dots with inputPrecision tf32) and `m16n8k32.s8`, warps spread over the tile.
 Both give `#ttg.nvidia_mma` layouts (version 3 and 2); a version-3 dot whose B does not stay in
@@ -13,7 +14,7 @@ from typing import Optional, Tuple
 
 from tilejit import ir
 from .layouts import NvidiaMmaEncoding
-from .shared_operands import staging_dims
+from .shared_operands import WgmmaTile, staging_dims
 from tilejit.gpu.target import DotSite, MatrixUnit
 
 
@@ -124,9 +125,8 @@ class Wgmma(MatrixUnit):
         if kind is None:
             return None
         M, N, _ = dot.shape
-        # wgmma's warps are all along M: a chained dot (attention) takes it when its partner asked
-        # for that arrangement too, so P stays in registers between the two dots.
-        if dot.chained_warps() not in (None, (dot.num_warps, 1)) or not self._fits(dot.op, M, N, dot.num_warps, kind):
+        warps = self._warps(dot, M, N, kind)
+        if warps is None:
             return None
         if kind in ("fp8", "tf32"):
             # Both tiles K-major, each row of K whole 128-byte swizzle slabs (the pipeline's wgmma
@@ -137,7 +137,30 @@ class Wgmma(MatrixUnit):
             loaded = _loaded_k_major if kind == "fp8" else _loaded_in_block
             if k_bytes % 128 or not (loaded(dot.op, "a", 1) and loaded(dot.op, "b", 0)):
                 return None
-        return NvidiaMmaEncoding(3, 0, (dot.num_warps, 1), (16, N, 16))
+        return NvidiaMmaEncoding(3, 0, warps, (16, N // warps[1], 16))
+
+    def _warps(self, dot: DotSite, M: int, N: int, kind: str) -> Optional[Tuple[int, int]]:
+        """(warps along M, along N). All along M when every warpgroup gets whole 64-row blocks; a
+        chained dot (attention) takes that only when its partner asked for it too, so P stays in
+        registers between the two dots. On a tile with fewer 64-row blocks than warpgroups (8 warps
+        on 64 rows: fla's configs, Triton's [4, 2]) the warpgroups split N instead, each one
+        `m64n(N/groups)`, for 16-bit dots whose B tile the groups can each start a descriptor in:
+        K-major (a column block is a row offset), or N blocks of whole 128-byte slabs."""
+        W = dot.num_warps
+        chained = dot.chained_warps()
+        if chained in (None, (W, 1)) and self._fits(dot.op, M, N, W, kind):
+            return (W, 1)
+        groups = W // 4
+        if kind not in ("f16", "bf16") or W % 4 or groups < 2 or N % groups:
+            return None
+        # Dots of one block are "chained" when any values connect them (gla's two dots of a loop,
+        # through their indices): only a result that is another dot's A needs all warps along M.
+        if chained not in (None, (W, 1), (4, groups)) or _a_of_a_dot(dot.op):
+            return None
+        n = N // groups
+        if not self._fits(dot.op, M, n, 4, kind) or not (n % 64 == 0 or _b_k_major(dot.op)):
+            return None
+        return (4, groups)
 
     @staticmethod
     def _fits(op: ir.Operation, M: int, N: int, warps: int, kind: str) -> bool:
@@ -156,6 +179,48 @@ class Wgmma(MatrixUnit):
             return (loaded_view(b, op.parent) is not None
                     or (kind in ("f16", "bf16") and computed_in(b, op.parent) and staging_dims(b.type.shape)))
         return not in_loop(op) and kind in ("f16", "bf16")
+
+
+def _a_of_a_dot(op: ir.Operation) -> bool:
+    """Whether dot `op`'s A is computed from another dot's result in its block, or its result
+    becomes another dot's A there (attention's P): what keeps a chained pair's warps along M."""
+    block, seen = op.parent, set()
+    work = [op.operand("a")]
+    while work:   # back from A
+        owner = work.pop().owner
+        if not isinstance(owner, ir.Operation) or owner.parent is not block or id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if owner.name == "tt.dot":
+            return True
+        work += [v for v in owner.operands if isinstance(v.type, ir.TensorType)]
+    work, seen = [op.result], set()
+    while work:   # forward from the result
+        for user, index in work.pop().uses:
+            if user.parent is not block or id(user) in seen:
+                continue
+            seen.add(id(user))
+            if user.name == "tt.dot":
+                if index == 0:
+                    return True
+                continue
+            work += [r for r in user.results if isinstance(r.type, ir.TensorType)]
+    return False
+
+
+def _b_k_major(op: ir.Operation) -> bool:
+    """Whether the shared tile wgmma will read dot `op`'s B from is K-major: in a loop, a B loaded
+    there keeps its load's contiguous dim (`pipeline.wgmma_copy`); any other B is staged from
+    registers (`wgmma.staged_tile`), K-major when its K is whole 128-byte slabs (the dot asks for
+    that orientation when its warpgroups split N)."""
+    b = op.operand("b")
+    loop = op.parent.parent_op if op.parent is not None else None
+    view = loaded_view(b, op.parent) if loop is not None and loop.name == "scf.for" else None
+    if view is not None:
+        load, transposed = view
+        order = getattr(load.results[0].type.encoding, "order", None)
+        return bool(order) and order[0] == (1 if transposed else 0)
+    return WgmmaTile(tuple(b.type.shape), 0).fits()
 
 
 def in_loop(op: ir.Operation) -> bool:

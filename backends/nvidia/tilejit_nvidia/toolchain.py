@@ -578,9 +578,26 @@ def assemble_ptx(ptx: str, arch: int, assembler: str | None = None) -> Assembled
     return _assemble_with_nvjitlink(_nvjitlink(), ptx, cpu)
 
 
+_OCCUPANCY_HINT = re.compile(r"^\.minnctapersm \d+\n", re.MULTILINE)
+
+
+def _spilled_bytes(built: AssembledCubin) -> int:
+    return sum(k["spill_stores"] for k in built.resources.values())
+
+
 def ptx_to_cubin(ptx: str, arch: int) -> bytes:
-    """Assemble PTX into cubin bytes; `assemble_ptx` also gives the register and spill counts."""
-    return assemble_ptx(ptx, arch).cubin
+    """Assemble PTX into cubin bytes; `assemble_ptx` also gives the register and spill counts.
+
+    The occupancy request `.minnctapersm` (`NvidiaISA.finish_kernel`: two CTAs of a pipelined 8-warp
+    loop) is a hint: ptxas meets it by capping the registers (128 at 256 threads). Where that makes
+    it spill, the PTX is assembled again without the request and the cubin that spills less is kept
+    (fla's gla backward at 8 warps: 56 bytes spilled at 128 registers, none at 170)."""
+    built = assemble_ptx(ptx, arch)
+    if _spilled_bytes(built) and _OCCUPANCY_HINT.search(ptx):
+        unhinted = assemble_ptx(_OCCUPANCY_HINT.sub("", ptx), arch)
+        if _spilled_bytes(unhinted) < _spilled_bytes(built):
+            return unhinted.cubin
+    return built.cubin
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ written into a `WgmmaTile` of the scratch where it is computed (`stage_operand`)
 `local_alloc`; in a loop, a B computed in registers there is (fla's delta-rule state), every
 iteration, the dot waiting for its group before the tile's region is given back. Each warpgroup
 (4 warps) then runs, per m64 block of its rows (M may hold several: block r of warpgroup g starts
-at row 16 * num_warps * r + 64 g) and per k-step of 16, one
+at row 16 * num_warps * r + 64 g; on a 64-row tile at 8 warps the warpgroups split N instead, each
+its own column block of B) and per k-step of 16, one
 `m64nNk16` whose B is a matrix descriptor (start address, LBO/SBO, swizzle mode) and whose A is
 one too, or four registers of the A fragment (attention's P, which never leaves registers):
 
@@ -111,7 +112,12 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     f16_acc = acc_elem == "f16"
     M, N = c.type.shape
     K = a.type.shape[1]
-    rows_per_rep = 16 * self.num_warps     # every warpgroup's m64 block, side by side
+    # Warpgroup g = warp / 4 computes rows (g % groups_m) * 64 of each m-block and, when the groups
+    # split N (a 64-row tile at 8 warps), columns (g / groups_m) * N_g of N_g = N / warps along N.
+    warps_m, warps_n = op.result.type.encoding.warps_per_cta
+    groups_m = warps_m // WARPS_PER_GROUP
+    N = N // warps_n
+    rows_per_rep = 16 * warps_m     # every warpgroup's m64 block along M, side by side
     c_layout = self.layout(c.type)
     c_at = {off: i for i, off in enumerate(c_layout.register_offsets())}
     blocks = []   # (first row of this warp's block in register offsets, accumulator registers in D order)
@@ -127,15 +133,25 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     a_kind, b_kind = (elem, b_elem) if wide else (_KINDS[elem], _KINDS[b_elem])
     k_step = 16 if wide else 32 // a_op.tile.elem_bytes   # 32 bytes of K per instruction
     ks = list(range(0, K, k_step))
-    _, b_k_major = b_op.tile.block_start(1, 0, 0)
-    b_descs = _descriptors(self, b_op, 0, ks)
+    b_first, b_k_major = b_op.tile.block_start(1, 0, 0)
+    group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
+    b_extra = 0
+    if warps_n > 1:
+        # Warpgroup column block n: N_g rows further in a K-major B tile, N_g / 64 slabs further in
+        # an N-major one (`matrix_units.Wgmma._warps` asks for whole slabs there).
+        if not b_k_major and N % b_op.tile.slab_elems:
+            raise CompilationError.at(op.loc, "internal: a wgmma warpgroup's B columns start inside a swizzle slab")
+        b_group_bytes = b_op.tile.block_start(1, N, 0)[0] - b_first
+        n_group = self.b.udiv(group, llir.Constant(I32, groups_m))
+        b_extra = self.b.mul(n_group, llir.Constant(I32, b_group_bytes))
+    b_descs = _descriptors(self, b_op, b_extra, ks)
     if a_op is not None:
         # Warpgroup g reads A's rows 64g..64g+63 of each block: 64 rows further in a K-major tile,
         # one slab further in an M-major one (a slab is 64 elements of the contiguous dim).
         _, a_k_major = a_op.tile.block_start(0, 0, 0)
         a_group_bytes = ROWS_PER_GROUP * 128 if a_op.tile.inner == 1 else a_op.tile.slab_bytes
-        group = self.b.udiv(self.warp, llir.Constant(I32, WARPS_PER_GROUP))
-        a_group_extra = self.b.mul(group, llir.Constant(I32, a_group_bytes))
+        m_group = self.b.urem(group, llir.Constant(I32, groups_m)) if warps_n > 1 else group
+        a_group_extra = self.b.mul(m_group, llir.Constant(I32, a_group_bytes))
     else:
         a_lazy = self.lazy_operands.get(id(a))
         a_vals = a_lazy.all_values() if a_lazy is not None else self.get(a)
@@ -166,8 +182,7 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
         if f16_acc:
             acc = [self.b.bitcast(w, I32) for w in pack_halves(self.b, acc)]
         if a_op is not None:
-            extra = self.b.add(a_group_extra, llir.Constant(I32, rep * (self.num_warps // WARPS_PER_GROUP)
-                                                              * a_group_bytes))
+            extra = self.b.add(a_group_extra, llir.Constant(I32, rep * groups_m * a_group_bytes))
             a_parts = [[d] for d in _descriptors(self, a_op, extra, ks)]
         else:
             a_parts = _a_fragments(self, a, a_vals, row0, ks)
@@ -203,22 +218,23 @@ def wait_for_wgmma(self, values, pending: int) -> list:
 
 # ------------------------------------------------------------------------ operands staged by the dot
 
-def staged_tile(self, value: ir.Value):
-    """The `WgmmaTile` `value` (16-bit, 2-D) is staged into: contiguous along the dim its registers
-    run along longest, among those whose length is whole 128-byte slabs; None when neither is."""
+def staged_tile(self, value: ir.Value, inner=None):
+    """The `WgmmaTile` `value` (16-bit, 2-D) is staged into: contiguous along `inner` when given (a B
+    whose dot's warpgroups split N needs it K-major), else along the dim its registers run along
+    longest, among those whose length is whole 128-byte slabs; None when none fits."""
     from tilejit.gpu.llvm.convert import _run_length
     t = value.type
     if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
         return None
     layout = self.layout(t)
-    fitting = staging_dims(t.shape)
+    fitting = [d for d in staging_dims(t.shape) if inner is None or d == inner]
     if not fitting:
         return None
     inner = max(fitting, key=lambda d: _run_length(layout, d, 8))
     return WgmmaTile(tuple(t.shape), inner)
 
 
-def stage_operand(self, value: ir.Value, readers: int):
+def stage_operand(self, value: ir.Value, readers: int, inner=None):
     """Write `value`'s registers into a `WgmmaTile` (1024-byte aligned) reserved at the scratch,
     visible to wgmma's async proxy (`fence.proxy.async`) and to every warp (barrier); returns the
     tile and its region. The region stays reserved (later scratch users start above it) until its
@@ -228,7 +244,7 @@ def stage_operand(self, value: ir.Value, readers: int):
 
     from .shared_dot import LLVMArith, store_matrices, store_plan, write_tile
     from .shared_operands import ATOM_BYTES
-    tile = staged_tile(self, value)
+    tile = staged_tile(self, value, inner)
     layout = self.layout(value.type)
     vec = _run_length(layout, tile.inner, 8)
     start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
