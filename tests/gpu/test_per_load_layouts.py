@@ -157,3 +157,23 @@ def test_a_sum_carried_by_a_loop_stays_in_its_loads_layout(target):
     assert isinstance(dgk.type.encoding, SliceEncoding) and isinstance(dgk.type.encoding.parent, BlockedEncoding)
     after = [op for op in loop.parent.ops[loop.parent.ops.index(loop):] if op.name == "ttg.convert_layout"]
     assert [op.operands[0] for op in after if op.results[0].type.rank == 1] == [dgk]
+
+
+def test_tiles_loaded_in_two_layouts_are_computed_in_one_of_them():
+    """gla's `intra_sub_intra`: a bf16 [16, 128] tile (8 values a thread along K) and an fp32 one (4)
+    multiplied by broadcast rows and summed along K. The product is computed in the bf16 load's
+    layout, the one of widest vectors (as Triton), and only the fp32 tile is converted; the rank's
+    default layout, fitted to the [16, 16] store, converted both and gave each thread 64 columns."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+    from test_lang_reductions import _gated_scores_kernel
+    ck = _gated_scores_kernel.warmup("*fp16", "*fp32", "*fp16", "*fp32", 16, K=128, BC=16, grid=(1,),
+                                     target="cuda:90", num_warps=1)
+    module = ir.parse_module(ck.asm["ttgir"])
+    func = module.functions[0]
+    loads = [op for op in func.walk() if op.name == "tt.load" and op.results[0].type.rank == 2]
+    q_enc = next(op.results[0].type.encoding for op in loads if str(ir.element_type(op.results[0].type)) == "f16")
+    assert q_enc.size_per_thread == (1, 8)
+    reduce = next(op for op in func.walk() if op.name == "tt.reduce")
+    assert reduce.operands[0].type.encoding == q_enc
+    tiles = [op for op in func.walk() if op.name == "ttg.convert_layout" and op.results[0].type.rank == 2]
+    assert [str(ir.element_type(op.results[0].type)) for op in tiles] == ["f32"]

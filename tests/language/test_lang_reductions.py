@@ -374,3 +374,37 @@ def test_row_loop_with_an_accumulator_stored_after_it(device):
                                rtol=1e-2, atol=1e-2)
     want_dw = np.stack([(dyf * x_hat)[p * per_program:(p + 1) * per_program].sum(axis=0) for p in range(programs)])
     np.testing.assert_allclose(device.numpy(dw), want_dw, rtol=1e-4, atol=1e-4)
+
+
+@tilejit.jit
+def _gated_scores_kernel(q_ptr, g_ptr, k_ptr, a_ptr, T, K: tl.constexpr, BC: tl.constexpr):
+    """a[i, j] = sum_k q[i, k] k[j, k] exp2(g[i, k] - g[j, k]) for j < T, one key row a step (gla's
+    `intra_sub_intra`): a 16-bit and an fp32 tile loaded in their own layouts, scaled by broadcast
+    rows, summed along K; the columns j >= T of each row zeroed by a [BC, BC] store."""
+    o_i = tl.arange(0, BC)
+    o_k = tl.arange(0, K)
+    m_i = o_i < T
+    b_q = tl.load(q_ptr + o_i[:, None] * K + o_k[None, :], mask=m_i[:, None], other=0.0)
+    b_g = tl.load(g_ptr + o_i[:, None] * K + o_k[None, :], mask=m_i[:, None], other=0.0)
+    for j in range(0, tl.minimum(BC, T)):
+        b_k = tl.load(k_ptr + j * K + o_k).to(tl.float32)
+        b_gk = tl.load(g_ptr + j * K + o_k)
+        b_a = tl.sum(b_q * b_k[None, :] * tl.exp2(b_g - b_gk[None, :]), 1)
+        tl.store(a_ptr + o_i * BC + j, b_a, mask=m_i)
+    tl.store(a_ptr + o_i[:, None] * BC + o_i[None, :], tl.zeros([BC, BC], tl.float32),
+             mask=m_i[:, None] & (o_i[None, :] >= T))
+
+
+@pytest.mark.parametrize("T", [16, 11])
+def test_gated_scores_of_tiles_loaded_in_two_layouts(device, T):
+    K, BC = 128, 16
+    q = RNG.uniform(-1, 1, (BC, K)).astype(np.float16)
+    k = RNG.uniform(-1, 1, (BC, K)).astype(np.float16)
+    g = RNG.uniform(-1, 0, (BC, K)).astype(np.float32)
+    a = device.full((BC, BC), 7, np.float32)
+    _gated_scores_kernel[(1,)](device.tensor(q), device.tensor(g), device.tensor(k), a, T, K=K, BC=BC)
+    want = np.einsum("ik,jk,ijk->ij", q.astype(np.float64), k.astype(np.float64),
+                     np.exp2(g[:, None, :].astype(np.float64) - g[None, :, :]))
+    want[:, T:] = 0
+    want[T:, :] = 7   # rows past T are masked everywhere
+    np.testing.assert_allclose(device.numpy(a), want, rtol=1e-4, atol=1e-4)

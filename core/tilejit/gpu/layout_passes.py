@@ -359,10 +359,33 @@ class _AssignLayouts(_Layouts):
             # [64, 32] tile every iteration into the default layout of the [64] gate vector.
             source = self._source_layout(v, self._source_memo)
             enc = source if isinstance(source, BlockedEncoding) else None
+            if source is None:
+                # Loads that disagree: compute in the layout of the one reading the widest vectors
+                # (the first of those), as Triton resolves such conflicts; the rank's default layout
+                # converted them all (fla's gla `intra_sub_intra` computed its [16, 128] tiles in the
+                # default fitted to a [16, 16] store, 64 columns a thread: every broadcast row was
+                # read 64 values a thread from shared memory).
+                loaded = self._load_layouts(v, set())
+                enc = max(loaded, key=lambda e: e.size_per_thread[e.order[0]]) if loaded else None
         if enc is None or enc.rank != v.type.rank:
             enc = self.layout_for(v.type)
         self.fixed[id(v)] = enc
         return enc
+
+    def _load_layouts(self, v: ir.Value, seen: set, depth: int = 0) -> list:
+        """The layouts of the loads of `v`'s shape that `v` is computed from by elementwise ops, in
+        operand order."""
+        op = v.owner
+        if not isinstance(op, ir.Operation) or id(v) in seen or depth > 64:
+            return []
+        seen.add(id(v))
+        if op.name == "tt.load":
+            enc = self.fixed.get(id(v)) or self.access_layouts.get(id(op))
+            return [enc] if isinstance(enc, BlockedEncoding) else []
+        if op.regions or not ir.op_info(op.name).elementwise:
+            return []
+        return [enc for o in op.operands if _is_tensor(o) and o.type.shape == v.type.shape
+                for enc in self._load_layouts(o, seen, depth + 1)]
 
     def _loop_result_layout(self, v: ir.Value):
         """The layout a loop's result is computed in by its body when that is a load's layout (or a
