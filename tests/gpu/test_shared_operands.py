@@ -7,8 +7,8 @@ from tilejit_nvidia.layouts import NvidiaMmaEncoding
 from tilejit_nvidia.shared_operands import IntArith, SwizzledTile, plan_ldmatrix
 
 
-def _simulate(shape, op_idx, inner, warps):
-    layout = DotOperandEncoding(op_idx, NvidiaMmaEncoding(2, 0, warps), 2).to_linear(shape)
+def _simulate(shape, op_idx, inner, warps, parent=None):
+    layout = DotOperandEncoding(op_idx, parent or NvidiaMmaEncoding(2, 0, warps), 2).to_linear(shape)
     tile = SwizzledTile(shape, inner)
     a = IntArith()
     smem = [None] * (shape[0] * shape[1])
@@ -65,6 +65,17 @@ def test_ldmatrix_plan_reads_every_fragment(shape, op_idx, inner, warps):
             assert corners == [(0, 0), (8, 0), (0, 8), (8, 8)]
         elif op_idx == 1:
             assert corners[1] == (0, 8) and corners[3][1] - corners[2][1] == 8 and corners[2][0] == corners[3][0]
+
+
+@pytest.mark.parametrize("n", [32, 64, 128])
+@pytest.mark.parametrize("op_idx", [0, 1])
+@pytest.mark.parametrize("inner", [0, 1])
+def test_ldmatrix_plan_reads_the_operands_of_a_split_wgmma_layout(n, op_idx, inner):
+    """8 warps on 64 rows (warpsPerCTA [4, 2]): a dot that runs mma.sync on that layout after all
+    reads its operands by ldmatrix too. A is shared by the two warpgroups, B is each group's
+    columns."""
+    parent = NvidiaMmaEncoding(3, 0, (4, 2), (16, n // 2, 16))
+    _simulate((64, 64) if op_idx == 0 else (64, n), op_idx, inner, None, parent)
 
 
 def test_swizzle_spreads_ldmatrix_rows_over_all_banks():
