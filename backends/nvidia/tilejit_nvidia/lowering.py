@@ -58,9 +58,7 @@ class NvidiaLowering:
             return False
         value, transposed = untransposed(convert.operands[0], convert.parent)
         readers = len(convert.result.uses)
-        inner = _required_inner(convert)
-        if inner is not None and transposed:
-            inner = 1 - inner
+        inner = _required_inner(convert, transposed)
         staged = self.staged_sources.get(id(value))
         if (staged is not None and any(region is staged[1] for region in self.staged_regions)
                 and inner in (None, staged[0].inner)):
@@ -111,13 +109,9 @@ class NvidiaLowering:
         if not uses or not all(user.name == "tt.dot" and index == enc.op_idx and user.parent is convert.parent
                                and user.result.type.encoding == enc.parent for user, index in uses):
             return False
-        inner = _required_inner(convert)
-        if inner is None:
-            tile = staged_tile(self, convert.operands[0])
-        else:
-            value, transposed = untransposed(convert.operands[0], convert.parent)
-            tile = staged_tile(self, value, inner ^ transposed)
-        if tile is None:
+        value, transposed = untransposed(convert.operands[0], convert.parent)
+        inner = _required_inner(convert, transposed)
+        if staged_tile(self, convert.operands[0] if inner is None else value, inner) is None:
             return False
         if enc.op_idx == 1:
             return True
@@ -131,13 +125,12 @@ class NvidiaLowering:
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
 
 
-def _required_inner(convert):
-    """The contiguous dim (of the converted tile) a staged B must have: K (0) when its dots'
-    warpgroups split N into column blocks narrower than a 128-byte slab (`matrix_units.Wgmma._warps`),
-    else None (any)."""
+def _required_inner(convert, transposed: bool):
+    """The contiguous dim the staged tile of a B must have (of the tile its `tl.trans` reads when
+    `transposed`): K when its dots' warpgroups split N into column blocks narrower than a 128-byte
+    slab (`matrix_units.Wgmma._warps`), else None (any)."""
     enc = convert.result.type.encoding
     warps_n = enc.parent.warps_per_cta[1]
-    if enc.op_idx != 1 or warps_n == 1:
+    if enc.op_idx != 1 or warps_n == 1 or (convert.result.type.shape[1] // warps_n) % 64 == 0:
         return None
-    width = convert.result.type.shape[1] // warps_n
-    return None if width % 64 == 0 else 0
+    return 1 if transposed else 0

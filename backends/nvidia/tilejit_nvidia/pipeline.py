@@ -167,10 +167,6 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
         return inner is not None and vec == 2 and SwizzledTile(tuple(res.shape), inner, 8).fits()
     if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
         return False
-    if enc.op_idx == 1 and enc.parent.version_major == 3 and enc.parent.warps_per_cta[-1] > 1:
-        # warpgroups splitting N: a B only their descriptors read (no ldmatrix plan for this layout)
-        return (wgmma_copy(analysis, load, 1) is not None
-                and all(user.name == "tt.dot" and index == 1 for user, index in convert.results[0].uses))
     return plan_ldmatrix(enc.to_linear(res.shape), enc.op_idx, inner) is not None
 
 

@@ -325,6 +325,7 @@ class _PropagateDotLayouts(_Layouts):
 
 class _AssignLayouts(_Layouts):
     _source_memo: dict
+    _disagreeing: dict
 
     def seed_wants(self) -> None:
         """The wishes the earlier passes' decisions imply, as they stood before the walks: a pointer
@@ -365,27 +366,12 @@ class _AssignLayouts(_Layouts):
                 # converted them all (fla's gla `intra_sub_intra` computed its [16, 128] tiles in the
                 # default fitted to a [16, 16] store, 64 columns a thread: every broadcast row was
                 # read 64 values a thread from shared memory).
-                loaded = self._load_layouts(v, set())
+                loaded = self._disagreeing.get(id(v.owner), ())
                 enc = max(loaded, key=lambda e: e.size_per_thread[e.order[0]]) if loaded else None
         if enc is None or enc.rank != v.type.rank:
             enc = self.layout_for(v.type)
         self.fixed[id(v)] = enc
         return enc
-
-    def _load_layouts(self, v: ir.Value, seen: set, depth: int = 0) -> list:
-        """The layouts of the loads of `v`'s shape that `v` is computed from by elementwise ops, in
-        operand order."""
-        op = v.owner
-        if not isinstance(op, ir.Operation) or id(v) in seen or depth > 64:
-            return []
-        seen.add(id(v))
-        if op.name == "tt.load":
-            enc = self.fixed.get(id(v)) or self.access_layouts.get(id(op))
-            return [enc] if isinstance(enc, BlockedEncoding) else []
-        if op.regions or not ir.op_info(op.name).elementwise:
-            return []
-        return [enc for o in op.operands if _is_tensor(o) and o.type.shape == v.type.shape
-                for enc in self._load_layouts(o, seen, depth + 1)]
 
     def _loop_result_layout(self, v: ir.Value):
         """The layout a loop's result is computed in by its body when that is a load's layout (or a
@@ -519,12 +505,18 @@ class _AssignLayouts(_Layouts):
     def _operands_source(self, op: ir.Operation, shape, memo: dict, depth: int):
         """`_source_layout` common to `op`'s operands of `shape` (scalars are neutral; a tensor of
         another shape decides nothing)."""
-        found = {_NEUTRAL}
+        found, loaded = [], []   # in operand order: the sources, and the load layouts under them
         for o in op.operands:
-            found.add(self._source_layout(o, memo, depth + 1) if _is_tensor(o) and o.type.shape == shape
-                      else _NEUTRAL if not _is_tensor(o) else None)
-        found.discard(_NEUTRAL)
-        return _NEUTRAL if not found else found.pop() if len(found) == 1 else None
+            enc = (self._source_layout(o, memo, depth + 1) if _is_tensor(o) and o.type.shape == shape
+                   else _NEUTRAL if not _is_tensor(o) else None)
+            if enc != _NEUTRAL and enc not in found:
+                found.append(enc)
+            below = [enc] if isinstance(enc, BlockedEncoding) else self._disagreeing.get(id(o.owner), ())
+            loaded += [e for e in below if e not in loaded]
+        result = _NEUTRAL if not found else found[0] if len(found) == 1 else None
+        if result is None and loaded:   # loads that disagree, here or under an operand: `decide` picks one
+            self._disagreeing[id(op)] = loaded
+        return result
 
     def _loop_result_source(self, loop: ir.Operation, v: ir.Value, memo: dict, depth: int):
         """`_source_layout` of a loop's result: that of the value the body yields for it, the loop's
@@ -623,6 +615,7 @@ class _AssignLayouts(_Layouts):
 
     def run(self) -> None:
         self._source_memo = {}
+        self._disagreeing = {}   # id(op) -> the load layouts its value is computed from, when they differ
         self.seed_wants()
         entry = self.func.regions[0].blocks[0]
         self.backward(entry)
