@@ -88,6 +88,9 @@ def build_every_op():
     b.create("tt.assert", [mask], [], {"message": "bad \"x\""})
     b.create("tt.assume", [b.create1("arith.cmpi", [n, zero], ir.i1, {"predicate": "sge"})])
     b.create("gpu.barrier")
+    b.create("tt.elementwise_inline_asm", [xs, xs], [T((4,), ir.i32), F32x4],
+             {"asm_string": "sub.u32 $0, $2, $3;\n\tmov.b32 $1, \"$2\";", "constraints": "=r,=r,r,r",
+              "pure": True, "packed_element": 1})
     reduce_region = _unary_region_block([ir.f32, ir.f32], "tt.reduce.return",
                                         lambda ib, a: [ib.create1("arith.addf", a, ir.f32)])
     b.create("tt.reduce", [xs], [ir.f32], {"axis": 0}, [reduce_region])

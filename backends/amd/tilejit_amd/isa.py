@@ -32,6 +32,13 @@ class AmdISA(TargetDescription):
     data_layout = ""   # the toolchain's target machine supplies it
 
     @property
+    def inline_asm_problem(self):
+        # LLVM parses inline assembly again when it writes the object file, and llvmlite's LLVM has
+        # no AMDGPU assembly parser (only the host's): it would abort the process.
+        return ("inline GCN assembly cannot be assembled here: llvmlite's LLVM has no AMDGPU assembly "
+                "parser, which writing the hsaco needs")
+
+    @property
     def shared_memory(self) -> int:
         from .targets import lds_limit
         return lds_limit(self.arch)

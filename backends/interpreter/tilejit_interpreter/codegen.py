@@ -268,6 +268,10 @@ class ProgramGenerator(ValueOpsMixin):
             self.emit("pass")
         self.indent -= 1
 
+    def op_tt_elementwise_inline_asm(self, op: ir.Operation) -> None:
+        raise self.error(op, "tl.inline_asm_elementwise runs GPU assembly (PTX or GCN), which the interpreter "
+                             "cannot execute: run this kernel on a GPU backend")
+
     # -- structured control flow ----------------------------------------------------------------
     def op_scf_if(self, op: ir.Operation) -> None:
         cond = op.operands[0]

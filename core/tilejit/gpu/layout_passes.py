@@ -434,6 +434,15 @@ class _AssignLayouts(_Layouts):
             for r in op.results:
                 self.fixed.setdefault(id(r), enc)
             return
+        if name == "tt.elementwise_inline_asm" and op.results and _is_tensor(op.results[0]):
+            # One asm call writes every result of a register group: the results share one layout,
+            # and the arguments come in it.
+            enc = next((self.fixed[id(r)] for r in op.results if id(r) in self.fixed), None) or self.decide(op.results[0])
+            for r in op.results:
+                self.fixed[id(r)] = enc
+            for v in op.operands:
+                self.want(v, enc)
+            return
         res = self.decide(op.results[0]) if op.results and _is_tensor(op.results[0]) else None
         if name == "tt.expand_dims" and res is not None:
             self.want(op.operands[0], SliceEncoding(op.attrs["axis"], res))

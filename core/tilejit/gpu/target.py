@@ -5,7 +5,7 @@ instance to the core's passes and lowering; the core asks only this object, so a
 description, not a change to the core. Most of it is data:
 
 - `warp_size`, `shared_memory` (bytes a CTA may use on this arch), `supports_async_copy` (global ->
-  shared copies without registers exist), `max_num_warps`;
+  shared copies without registers exist), `max_num_warps`, `inline_asm_problem`;
 - `matrix_units`: the matrix instructions `tt.dot` may use, best first (`MatrixUnit`): each says, for
   one dot, which result layout it gives (its register layout is a linear layout, `linear_layout.py`);
   `accelerate-matmul` takes the first that accepts the dot, else the FMA dot;
@@ -87,6 +87,12 @@ class TargetDescription(abc.ABC):
     def supports_async_copy(self) -> bool:
         """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""
         return False
+
+    @property
+    def inline_asm_problem(self) -> Optional[str]:
+        """Why `tl.inline_asm_elementwise` cannot be compiled for this target, or None when it can
+        (the user's assembly goes to LLVM as an inline-asm call)."""
+        return None
 
     @property
     def matrix_units(self) -> Tuple[MatrixUnit, ...]:

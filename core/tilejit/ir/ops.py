@@ -28,6 +28,9 @@ Operand conventions where they are not obvious:
 - float conversions `arith.extf` / `arith.truncf` take an optional attr rounding (rtne, rtz)
 - `tt.histogram` x [, mask]: the result's length is the number of bins
 - `tt.print` values×K attrs prefix, hex, is_signed; `tt.assert` cond attrs message
+- `tt.elementwise_inline_asm` args×K (broadcast to the results' shape) attrs asm_string, constraints,
+  pure, packed_element; one result per output dtype (a scalar op when there are no args). Not pure as
+  an op (never merged or hoisted); DCE drops an unused one only when its `pure` attr says so
 """
 from __future__ import annotations
 
@@ -125,6 +128,7 @@ _register("tt.atomic_store", "ptr value mask", pure=False)
 _register("tt.descriptor_store", "desc value offsets*", pure=False)
 _register("tt.descriptor_load", "desc offsets*", pure=False)
 _register("tt.print", "values*", pure=False)
+_register("tt.elementwise_inline_asm", "args*", pure=False)
 _register("tt.assert", "condition", pure=False)
 _register("tt.assume", "condition", pure=False)
 _register("gpu.barrier", (), pure=False)
@@ -160,4 +164,6 @@ def is_removable_if_unused(op) -> bool:
     if op.name in ("tt.load", "tt.descriptor_load"):
         # A non-volatile load has no effect besides its value (an out-of-bounds access is UB on a GPU).
         return not op.attrs.get("is_volatile", False)
+    if op.name == "tt.elementwise_inline_asm":
+        return bool(op.attrs.get("pure", False))
     return info(op.name).pure

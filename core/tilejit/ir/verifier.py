@@ -53,6 +53,10 @@ def _verify_op(op: Operation) -> None:
         shapes = {shape_of(v.type) for v in list(op.operands) + list(op.results)}
         if len(shapes) > 1:
             raise _fail(op, f"operands and results have different shapes {sorted(shapes)}")
+    if op.name == "tt.elementwise_inline_asm":
+        shapes = {shape_of(v.type) for v in op.operands} | {shape_of(r.type) for r in op.results}
+        if len(shapes) > 1:
+            raise _fail(op, f"arguments and results have different shapes {sorted(shapes)}")
     if op.name == "arith.select":
         shapes = {shape_of(v.type) for v in op.operands[1:]} | {shape_of(op.result.type)}
         cond_shape = shape_of(op.operands[0].type)

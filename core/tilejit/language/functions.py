@@ -296,7 +296,17 @@ def map_elementwise(scalar_fn, *args, pack=1, _semantic=None):
 
 @builtin
 def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semantic=None):
-    raise NotImplementedError("inline_asm_elementwise is not supported by tilejit (no inline assembly)")
+    """Run the assembly `asm` (PTX on NVIDIA, GCN on AMD) once per `pack` elements of the broadcast
+    `args`; one result per dtype (a tuple when `dtype` is a sequence). GPU backends only: the
+    interpreter has no machine to run it on."""
+    dtype = _unwrap_if_constexpr(dtype)
+    several = isinstance(dtype, (tuple, list))
+    results = _semantic.inline_asm_elementwise(
+        _unwrap_if_constexpr(asm), _unwrap_if_constexpr(constraints),
+        [_unwrap_if_constexpr(a) for a in (_unwrap_if_constexpr(args) or [])],
+        [_unwrap_if_constexpr(d) for d in dtype] if several else [dtype],
+        bool(_unwrap_if_constexpr(is_pure)), _unwrap_if_constexpr(pack))
+    return tuple(results) if several else results[0]
 
 
 # -- shapes -----------------------------------------------------------------------------------------------

@@ -256,6 +256,24 @@ class Semantic(MemorySemanticMixin):
             out.append(self.broadcast_to(v, shape) if shape else v)
         return out
 
+    def inline_asm_elementwise(self, asm: str, constraints: str, args, dtypes, is_pure: bool, pack: int):
+        """`tl.inline_asm_elementwise`: the arguments broadcast to one shape (pointers allowed, no type
+        promotion), one result of that shape per dtype; the lowering is `gpu/llvm/inline_asm.py`."""
+        if not isinstance(asm, str) or not isinstance(constraints, str):
+            raise TypeError("inline_asm_elementwise: asm and constraints must be strings")
+        if not isinstance(pack, int) or pack < 1:
+            raise ValueError(f"inline_asm_elementwise: pack must be a positive integer, got {pack!r}")
+        for dt in dtypes:
+            if not isinstance(dt, tl.dtype):
+                raise TypeError(f"inline_asm_elementwise: dtype must be a triton dtype, got {dt!r}")
+        values = self.broadcast_all(*args) if args else []
+        shape = values[0].type.shape if values and values[0].type.is_block() else None
+        result_types = [tl.block_type(dt, shape) if shape else dt for dt in dtypes]
+        op = self.create_op("tt.elementwise_inline_asm", values, [t.to_ir() for t in result_types],
+                            {"asm_string": asm, "constraints": constraints, "pure": bool(is_pure),
+                             "packed_element": pack})
+        return [tl.tensor(r, t) for r, t in zip(op.results, result_types)]
+
     # -- arithmetic --------------------------------------------------------------------------------
     def add(self, a, b):
         a, b = self.binary_operands(a, b, True, True)

@@ -63,6 +63,7 @@ class TensorOps:
         "tt.reduce": "lower_reduce", "tt.scan": "lower_scan", "tt.dot": "lower_dot",
         "tt.assert": "lower_assert", "tt.assume": "lower_nothing", "gpu.barrier": "lower_barrier",
         "tt.histogram": "lower_histogram", "tt.gather": "lower_gather", "tt.print": "lower_print",
+        "tt.elementwise_inline_asm": "lower_inline_asm",
     }
 
     # --- creation ------------------------------------------------------------------------------
@@ -615,6 +616,7 @@ class TensorOps:
     from .reductions import lower_reduce, lower_scan, _combine_region, _shuffle   # noqa: E402
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
+    from .inline_asm import lower_inline_asm   # noqa: E402
     from .convert import convert_through_shared   # noqa: E402
 
     # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
