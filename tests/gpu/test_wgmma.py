@@ -320,17 +320,22 @@ def _fp8_precise_matmul(a_ptr, bt_ptr, c_ptr, K, stride_am, stride_bn, BM: tl.co
     tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
 
 
-@pytest.mark.parametrize("imprecise,wgmma", [(None, True), (128, True), (32, False)])
-def test_fp8_max_num_imprecise_acc_below_k_keeps_the_exact_mma_sync(imprecise, wgmma):
-    """fp8 wgmma sums in the tensor core's reduced precision (Triton's default on sm_90); a dot
-    asking for fp32 accumulation more often than its K takes the exact f16-upcast mma.sync."""
+@pytest.mark.parametrize("imprecise,adds", [(None, 0), (128, 64), (32, 256)])
+def test_fp8_max_num_imprecise_acc_adds_partial_sums_in_fp32(imprecise, adds):
+    """fp8 wgmma sums in the tensor core's reduced precision (Triton's default on sm_90). A dot that
+    asks for fp32 accumulation every `max_num_imprecise_acc` products gets Triton's sm_90 scheme:
+    wgmmas into a zeroed accumulator for that many products of K, a wait, and an fp32 add into the
+    running one. The add count is Triton's test_dot_max_num_imprecise_acc formula: accumulator
+    registers a thread (128 * 128 / 256 = 64) times K / imprecise."""
     sig = {"a_ptr": "*fp8e4nv", "bt_ptr": "*fp8e4nv", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
            "stride_bn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "IMPRECISE": "constexpr"}
     src = ASTSource(_fp8_precise_matmul, sig, {"BM": 128, "BN": 128, "BK": 128, "IMPRECISE": imprecise},
                     {(i,): D16 for i in range(6)})
     ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"), options={"num_warps": 8}).asm["ptx"]
-    assert ("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx) == wgmma
-    assert ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx) == (not wgmma)
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx and "mma.sync" not in ptx
+    assert ptx.count("add.f32") == adds
+    # each partial sum starts from a zeroed accumulator: scale-d 0 on its first wgmma
+    assert ptx.count("wgmma.wait_group.sync.aligned 0") >= (128 // (imprecise or 128) if imprecise else 0)
 
 
 DELTA_SIGNATURE = {"k_ptr": "*fp16", "v_ptr": "*fp16", "w_ptr": "*fp16", "v_new_ptr": "*fp32", "out_ptr": "*fp32",

@@ -78,10 +78,8 @@ def wgmma_kind(dot: DotSite) -> Optional[str]:
         return None
     # fp8 wgmma accumulates in the tensor core's reduced precision over the whole K, as Triton does
     # by default on sm_90 (max_num_imprecise_acc = 2**30). A dot that asks for fp32 accumulation
-    # every `max_num_imprecise_acc` elements (below its K) keeps the exact f16-upcast mma.sync.
-    imprecise = int(dot.op.attrs.get("maxNumImpreciseAcc", 0) or 0)
-    if kind == "fp8" and 0 < imprecise < dot.shape[2]:
-        return None
+    # every `max_num_imprecise_acc` elements gets it from wgmma too, as in Triton: partial sums of
+    # that many products, added in fp32 (`wgmma._accumulate_in_chunks`).
     return kind
 
 

@@ -176,6 +176,11 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
             f"wgmma.mma_async.sync.aligned.m64n{N}k{k_step}.{acc_elem}.{a_kind}.{b_kind} {{{regs}}}, {operands};\n}}")
     void = llir.VoidType()
     _asm(self.b, void, "wgmma.fence.sync.aligned;", "~{memory}", [])
+    # fp8 products are summed in the tensor cores with fewer mantissa bits than fp32. With
+    # `max_num_imprecise_acc` below K, every that many products of K go into a fresh accumulator
+    # (scale-d 0), which is waited for and added to the fp32 one (`add.f32`), as Triton does on sm_90.
+    imprecise = int(op.attrs.get("maxNumImpreciseAcc", 0) or 0)
+    chunk = imprecise if elem.startswith("f8") and 0 < imprecise <= K else 0
     results = []
     for rep, (row0, order) in enumerate(blocks):
         acc = [c_vals[r] for r in order]
@@ -186,6 +191,10 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
             a_parts = [[d] for d in _descriptors(self, a_op, extra, ks)]
         else:
             a_parts = _a_fragments(self, a, a_vals, row0, ks)
+        if chunk:
+            acc = _accumulate_in_chunks(self, ret, text, constraints, a_parts, b_descs, acc, k_step, chunk)
+            results.append(acc)
+            continue
         for a_part, desc_b in zip(a_parts, b_descs):
             res = _asm(self.b, ret, text, constraints, a_part + [desc_b] + acc + [scale_d])
             acc = [self.b.extract_value(res, i) for i in range(n)]
@@ -199,6 +208,31 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     for i, r in enumerate(r for _, order in blocks for r in order):
         out[r] = waited[i]
     self.set(op.result, out)
+
+
+def _accumulate_in_chunks(self, ret, text, constraints, a_parts, b_descs, acc, k_step: int, chunk: int) -> list:
+    """`acc` + A * B, with the products summed `chunk` elements of K at a time in a zeroed
+    accumulator and each partial sum added to `acc` in fp32 after a wait."""
+    n = len(acc)
+    void = llir.VoidType()
+    partial, summed = None, 0
+    for i, (a_part, desc_b) in enumerate(zip(a_parts, b_descs)):
+        if partial is None and i:
+            _asm(self.b, void, "wgmma.fence.sync.aligned;", "~{memory}", [])   # acc was written by add.f32
+        start = partial is None
+        res = _asm(self.b, ret, text, constraints,
+                   a_part + [desc_b] + (acc if start else partial) + [llir.Constant(I32, 0 if start else 1)])
+        partial = [self.b.extract_value(res, j) for j in range(n)]
+        summed += k_step
+        if summed >= chunk or i == len(a_parts) - 1:
+            _asm(self.b, void, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
+            partial = wait_for_wgmma(self, partial, 0)
+            acc = [self.b.fadd(x, y) for x, y in zip(acc, partial)]
+            if self.scalar.fp_fusion:   # as every float add under enable_fp_fusion (Triton's too)
+                for add in acc:
+                    add.flags.append("contract")
+            partial, summed = None, 0
+    return acc
 
 
 def wait_for_wgmma(self, values, pending: int) -> list:
