@@ -53,11 +53,74 @@ def test_descriptor_signature_is_tritons_and_compiles_ahead_of_time():
     assert "tt.make_tensor_descriptor" in kernel.asm["ttir"]
 
 
-def test_nan_padding_is_refused_by_name(device):
-    x = device.tensor(np.zeros((16, 16), np.float32))
-    desc = TensorDescriptor.from_tensor(x, [16, 16], padding="nan")
-    with pytest.raises(ValueError, match="padding"):
-        _scale_tiles[(1, 1)](desc, desc, M_BLOCK=16, N_BLOCK=16)
+@tilejit.jit
+def _copy_through_host_descriptors(in_desc, out_desc):
+    m, n = tl.program_id(0) * in_desc.block_shape[0], tl.program_id(1) * in_desc.block_shape[1]
+    out_desc.store([m, n], in_desc.load([m, n]))
+
+
+@tilejit.jit
+def _copy_through_device_descriptors(in_ptr, out_ptr, IM, IN, OM, ON, BM: tl.constexpr, BN: tl.constexpr,
+                                     PADDING: tl.constexpr):
+    in_desc = tl.make_tensor_descriptor(in_ptr, shape=[IM, IN], strides=[IN, 1], block_shape=[BM, BN],
+                                        padding_option=PADDING)
+    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[OM, ON], strides=[ON, 1], block_shape=[BM, BN])
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    tile = in_desc.load([m, n])
+    if m == 0:   # the descriptor made again after the branch keeps its padding
+        tile = tile + 0
+    out_desc.store([m, n], tile)
+
+
+def _padded(x, shape, padding):
+    expected = np.full(shape, np.nan if padding == "nan" else 0, dtype=x.dtype)
+    expected[:x.shape[0], :x.shape[1]] = x
+    return expected
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_out_of_bounds_reads_as_the_padding(device, dtype, padding):
+    """Triton's test_tensor_descriptor_padding: a 48x48 tensor read in 32x32 blocks into a 64x64 one,
+    through descriptors made in the kernel (padding_option) and on the host (padding=)."""
+    x = np.arange(48 * 48, dtype=dtype).reshape(48, 48)
+    x_dev = device.tensor(x)
+    out = device.zeros((64, 64), dtype)
+    _copy_through_device_descriptors[(2, 2)](x_dev, out, 48, 48, 64, 64, BM=32, BN=32, PADDING=padding)
+    np.testing.assert_array_equal(device.numpy(out), _padded(x, (64, 64), padding))
+    out2 = device.zeros((64, 64), dtype)
+    _copy_through_host_descriptors[(2, 2)](TensorDescriptor(x_dev, [48, 48], [48, 1], [32, 32], padding=padding),
+                                           TensorDescriptor(out2, [64, 64], [64, 1], [32, 32]))
+    np.testing.assert_array_equal(device.numpy(out2), _padded(x, (64, 64), padding))
+
+
+def test_nan_padding_of_bfloat16(backend):
+    """bf16's NaN is a bit pattern on the interpreter (NumPy has no bf16): torch tensors only."""
+    if backend == "interpreter":
+        pytest.skip("NumPy has no bfloat16: the torch-backed runs cover it")
+    torch = pytest.importorskip("torch")
+    where = "cpu" if backend.startswith("interpreter") else "cuda"
+    x = torch.arange(48 * 48, dtype=torch.float32).reshape(48, 48).to(torch.bfloat16).to(where)
+    out = torch.zeros(64, 64, dtype=torch.bfloat16, device=where)
+    _copy_through_device_descriptors[(2, 2)](x, out, 48, 48, 64, 64, BM=32, BN=32, PADDING="nan")
+    expected = _padded(x.float().cpu().numpy(), (64, 64), "nan")
+    np.testing.assert_array_equal(out.float().cpu().numpy(), expected)
+
+
+def test_nan_padding_needs_a_floating_point_tensor(device):
+    x = device.tensor(np.zeros((16, 16), np.int32))
+    out = device.zeros((16, 16), "int32")
+    with pytest.raises(tilejit.CompilationError, match="padding_option 'nan' needs a floating-point"):
+        _copy_through_device_descriptors[(1, 1)](x, out, 16, 16, 16, 16, BM=16, BN=16, PADDING="nan")
+
+
+def test_nan_padding_is_part_of_the_host_descriptor_signature():
+    src = tilejit.ASTSource(_copy_through_host_descriptors,
+                            signature={"in_desc": "tensordesc<fp32[16, 16],padding=nan>",
+                                       "out_desc": "tensordesc<fp32[16, 16]>"})
+    ttir = tilejit.compile(src, target="interpreter").asm["ttir"]
+    assert ttir.count("tt.make_tensor_descriptor") == 2 and ttir.count('{padding = "nan"}') == 1
+
 
 
 @tilejit.jit

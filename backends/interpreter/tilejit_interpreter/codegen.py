@@ -49,6 +49,11 @@ def _dispatch_table() -> Dict[str, str]:
     return table
 
 
+
+def _emulated_format(v: ir.Value):
+    """The emulated float format (bf16, fp8) of `v`'s elements, whose NaN is a bit pattern, or None."""
+    return ir.element_type(v.type).name if nx.is_emulated(v.type) else None
+
 class ProgramGenerator(ValueOpsMixin):
     DISPATCH = _dispatch_table()
 
@@ -465,7 +470,7 @@ class ProgramGenerator(ValueOpsMixin):
             padding = op.attrs.get("padding", 1)
             padding = "nan" if padding in (2, "nan", "NAN", "PAD_NAN") else "zero"
             self.define(r, f"rt.block_pointer_load(mem, {site}, {slot}, {self.name(ptr)}, {shape}, {check}, "
-                           f"'{padding}', {dtype}, {self.act_expr()}, P, {is_bool})", op)
+                           f"'{padding}', {dtype}, {self.act_expr()}, P, {is_bool}, fmt={_emulated_format(r)!r})", op)
             return
         mask = op.operands[1] if len(op.operands) > 1 else None
         other = self.name(op.operands[2]) if len(op.operands) > 2 else "None"
@@ -530,7 +535,8 @@ class ProgramGenerator(ValueOpsMixin):
         shape = tuple(ir.shape_of(r.type))
         offs = "(" + "".join(self.name(o) + ", " for o in offsets) + ")"
         self.define(r, f"rt.descriptor_load(mem, {self.site(op)}, {self.analysis.slot(desc)}, {self.name(desc)}, "
-                       f"{offs}, {shape}, {nx.dtype_name(nx.memory_dtype(r.type))}, {self.act_expr()}, P)", op)
+                       f"{offs}, {shape}, {nx.dtype_name(nx.memory_dtype(r.type))}, {self.act_expr()}, P, "
+                       f"fmt={_emulated_format(r)!r})", op)
 
     def op_tt_descriptor_store(self, op: ir.Operation) -> None:
         desc, value, *offsets = op.operands

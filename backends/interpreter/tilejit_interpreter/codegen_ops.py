@@ -354,7 +354,8 @@ class ValueOpsMixin:
         n = len(rest) // 2
         names = [self.name(v) for v in rest]
         tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"  # noqa: E731
-        self.define(op.results[0], f"({self.name(base)}, {tup(names[:n])}, {tup(names[n:])})", op)
+        padding = op.attrs.get("padding") or "zero"
+        self.define(op.results[0], f"({self.name(base)}, {tup(names[:n])}, {tup(names[n:])}, {padding!r})", op)
 
     def op_tt_addptr(self, op) -> None:
         ptr, offset = op.operands

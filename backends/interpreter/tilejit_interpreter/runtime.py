@@ -301,13 +301,19 @@ def _block_addresses(slot, base, dims, strides, offsets, shape, check, dtype):
     return address, mask
 
 
-def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P, bool_result=False):
+def block_pointer_load(mem, site, slot, bp, shape, check, padding, dtype, act, P, bool_result=False, fmt=None):
+    """`fmt`: the element's emulated float format (bf16, fp8), whose NaN is a bit pattern."""
     base, dims, strides, offsets = bp[:4]
     address, mask = _block_addresses(slot, base, dims, strides, offsets, shape, check, dtype)
     mask = mx.combine_masks(mask, act, len(shape))
     other = None
     if mask is not None:
-        other = dtype(0) if padding != "nan" else np.asarray(np.nan, dtype=np.float32).astype(dtype)
+        if padding != "nan":
+            other = dtype(0)
+        elif fmt is not None:
+            other = np.asarray(nx.encode_float(np.float32(np.nan), fmt)).astype(dtype)
+        else:
+            other = np.asarray(np.nan, dtype=np.float32).astype(dtype)
     return load(mem, site, slot, address, mask, other, dtype, shape, P, bool_result)
 
 
@@ -323,16 +329,16 @@ def advance(bp, deltas):
     return (base, dims, strides, tuple(o + d for o, d in zip(offsets, deltas))) + tuple(bp[4:])
 
 
-def descriptor_load(mem, site, slot, desc, offsets, shape, dtype, act, P):
-    """Out-of-bounds parts of the block read as zero."""
-    base, dims, strides = desc
+def descriptor_load(mem, site, slot, desc, offsets, shape, dtype, act, P, fmt=None):
+    """Out-of-bounds parts of the block read as the descriptor's padding (zero or NaN)."""
+    base, dims, strides, padding = desc
     return block_pointer_load(mem, site, slot, (base, dims, strides, offsets), shape,
-                              range(len(shape)), "zero", dtype, act, P)
+                              range(len(shape)), padding, dtype, act, P, fmt=fmt)
 
 
 def descriptor_store(mem, site, slot, desc, value, offsets, shape, dtype, act):
     """Writes outside the tensor are dropped."""
-    base, dims, strides = desc
+    base, dims, strides, _ = desc
     block_pointer_store(mem, site, slot, (base, dims, strides, offsets), value, shape,
                         range(len(shape)), dtype, act)
 

@@ -248,7 +248,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             rank = len(tree[1])
             with self.semantic:
                 return self.semantic.make_tensor_descriptor(leaves[0], leaves[1:1 + rank], leaves[1 + rank:],
-                                                            list(tree[1]))
+                                                            list(tree[1]), tree[2] if len(tree) > 2 else "zero")
         if isinstance(tree, tuple) and tree[0] == "tuple":
             items, pos = [], 0
             for count, sub in tree[1]:

@@ -10,7 +10,7 @@ from typing import Dict, Optional
 from .. import ir
 from ..errors import CompilationError
 from ..language import core as tl
-from ..runtime.launch_abi import tensordesc_parts
+from ..runtime.launch_abi import tensordesc_padding, tensordesc_parts
 from .codegen import CodeGenerator, ModuleContext
 from .recursion import deep_recursion
 from .values import is_jit_function, is_named_tuple_class, wrap
@@ -170,7 +170,8 @@ class ASTSource:
             element, block_shape = parse_tensordesc(type_entry)
             rank = len(block_shape)
             leaves = [tl.pointer_type(element)] + [tl.int32] * rank + [tl.int64] * rank
-            return leaves, ("tensordesc", tuple(block_shape)), [path + (k,) for k in range(len(leaves))]
+            return leaves, ("tensordesc", tuple(block_shape), tensordesc_padding(type_entry)), \
+                [path + (k,) for k in range(len(leaves))]
         if type_entry == "constexpr":
             if path not in self.constexprs:
                 raise TypeError(f"the constexpr element {list(path[1:])} of tuple parameter '{name}' has no value "

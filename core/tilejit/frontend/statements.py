@@ -331,22 +331,23 @@ class StatementsMixin:
                 raise TypeError(f"tensor descriptor '{name}' cannot change under control flow here: it was "
                                 "not made by tl.make_tensor_descriptor in this function")
             out.extend([d.base, *d.shape, *d.strides])
-            spec.append(d.block_type)
+            spec.append(d.block_type if d.padding == "zero" else (d.block_type, d.padding))
         return out, spec
 
     def rebuild_descriptors(self, values, spec) -> list:
         """The inverse of `expand_descriptors` on values of the other side (block args, op results)."""
         out, pos = [], 0
-        for block in spec:
-            if block is None:
+        for entry in spec:
+            if entry is None:
                 out.append(values[pos])
                 pos += 1
                 continue
+            block, padding = entry if isinstance(entry, tuple) else (entry, "zero")
             rank = len(block.shape)
             parts = values[pos:pos + 1 + 2 * rank]
             with self.semantic:
                 out.append(self.semantic.make_tensor_descriptor(parts[0], parts[1:1 + rank], parts[1 + rank:],
-                                                                list(block.shape)))
+                                                                list(block.shape), padding))
             pos += 1 + 2 * rank
         return out
 

@@ -39,6 +39,7 @@ class PointerFields:
     shapes: List[ir.Value]         # i64 each
     strides: List[ir.Value]        # i64 each
     offsets: List[ir.Value] = field(default_factory=list)   # i32 each; empty for descriptors
+    padding: str = "zero"          # a descriptor's loads outside the tensor: "zero" or "nan"
 
     def flat(self) -> List[ir.Value]:
         return [self.base, *self.shapes, *self.strides, *self.offsets]
@@ -46,7 +47,7 @@ class PointerFields:
     def rebuilt_from(self, values: List[ir.Value]) -> "PointerFields":
         n = len(self.shapes)
         return PointerFields(self.block, values[0], list(values[1:1 + n]), list(values[1 + n:1 + 2 * n]),
-                             list(values[1 + 2 * n:]))
+                             list(values[1 + 2 * n:]), self.padding)
 
 
 def _constant_value(v: ir.Value):
@@ -111,7 +112,8 @@ class TensorPointerRewriter:
         b.set_insertion_point_before(op)
         shapes = [v if v.type == I64 else b.create1("arith.extsi", [v], I64) for v in op.operands[1:1 + rank]]
         strides = [v if v.type == I64 else b.create1("arith.extsi", [v], I64) for v in op.operands[1 + rank:]]
-        self.fields[id(op.result)] = PointerFields(block, op.operands[0], shapes, strides)
+        self.fields[id(op.result)] = PointerFields(block, op.operands[0], shapes, strides,
+                                                   padding=op.attrs.get("padding") or "zero")
         self.dead.append(op)
 
     def advance(self, op):
@@ -209,7 +211,7 @@ class TensorPointerRewriter:
 
     def descriptor_load(self, op):
         f = self.get(op.operands[0], op)
-        self._rewrite_load(op, f, list(op.operands[1:]), set(range(f.block.rank)), "zero")
+        self._rewrite_load(op, f, list(op.operands[1:]), set(range(f.block.rank)), f.padding)
 
     def descriptor_store(self, op):
         f = self.get(op.operands[0], op)

@@ -14,7 +14,8 @@ Operand conventions where they are not obvious:
   attrs: sem (release relaxed), scope
 - `tt.make_block_ptr` base, shape×N (i64), strides×N (i64), offsets×N (i32)  attrs: order
 - `tt.advance` block_ptr, offsets×N (i32)
-- `tt.make_tensor_descriptor` base, shape×N (i32), strides×N (i64); result !tt.tensordesc<block>
+- `tt.make_tensor_descriptor` base, shape×N (i32), strides×N (i64); result !tt.tensordesc<block>;
+  attrs padding ("nan": loads read NaN outside the tensor; absent: zero)
 - `tt.descriptor_load` desc, offsets×N (i32);  `tt.descriptor_store` desc, value, offsets×N
 - `tt.reduce` / `tt.scan` operands×K, attrs axis (and reverse for scan); one region whose block has
   2K scalar arguments (accumulators then new values) ending in `tt.reduce.return` / `tt.scan.return`

@@ -570,8 +570,9 @@ class tensor_descriptor:
     """`tl.make_tensor_descriptor(...)`'s result: `.load(offsets)`, `.store(offsets, value)` and the
     reductions `.atomic_add/min/max/and/or/xor(offsets, value)`."""
 
-    def __init__(self, handle, block_type_: block_type, shape, strides, base=None):
+    def __init__(self, handle, block_type_: block_type, shape, strides, base=None, padding="zero"):
         self.handle = handle
+        self.padding = padding   # what loads read outside the tensor: "zero" or "nan"
         self.base = base  # the base pointer when made in this function (lets control flow carry it)
         self.type = tensor_descriptor_type(block_type_)
         self.block_type = block_type_

@@ -104,8 +104,11 @@ def advance(base, offsets, _semantic=None):
 
 
 @builtin
-def make_tensor_descriptor(base, shape, strides, block_shape, _semantic=None):
-    return _semantic.make_tensor_descriptor(base, shape, strides, block_shape)
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero", _semantic=None):
+    """A descriptor of the `shape` tensor at `base`; its loads read `block_shape` blocks, elements
+    outside the tensor as zero, or as NaN with `padding_option="nan"` (floating-point blocks)."""
+    return _semantic.make_tensor_descriptor(base, shape, strides, block_shape,
+                                            _unwrap_if_constexpr(padding_option) or "zero")
 
 
 @builtin

@@ -399,8 +399,12 @@ class MemorySemanticMixin:
             raise ValueError(f"advance: expected {len(ptr.type.element_ty.shape)} offsets, got {len(offs)}")
         return self.create("tt.advance", [ptr] + offs, ptr.type)
 
-    def make_tensor_descriptor(self, base, shape, strides, block_shape):
+    def make_tensor_descriptor(self, base, shape, strides, block_shape, padding: str = "zero"):
         base = tl._unwrap_if_constexpr(base)
+        if padding not in ("zero", "nan"):
+            raise ValueError(f"make_tensor_descriptor: padding_option must be 'zero' or 'nan', got {padding!r}")
+        if padding == "nan" and not base.type.element_ty.is_floating():
+            raise ValueError("make_tensor_descriptor: padding_option 'nan' needs a floating-point tensor")
         if not isinstance(base, tl.tensor) or not base.type.is_ptr() or self._is_block_ptr(base):
             raise ValueError("make_tensor_descriptor: base must be a scalar pointer")
         block_shape = [_const_int(s, "block_shape entries") for s in tl._unwrap_if_constexpr(block_shape)]
@@ -416,8 +420,8 @@ class MemorySemanticMixin:
         block = tl.block_type(base.type.element_ty, block_shape)
         handle = self.builder.create1("tt.make_tensor_descriptor",
                                       [base.handle] + [v.handle for v in shape_v + strides_v],
-                                      ir.TensorDescType(block.to_ir()))
-        return tl.tensor_descriptor(handle, block, shape_v, strides_v, base)
+                                      ir.TensorDescType(block.to_ir()), {"padding": "nan"} if padding == "nan" else None)
+        return tl.tensor_descriptor(handle, block, shape_v, strides_v, base, padding)
 
     def descriptor_load(self, desc, offsets):
         if not isinstance(desc, tl.tensor_descriptor):

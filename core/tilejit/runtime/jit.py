@@ -644,13 +644,11 @@ class JITFunction(KernelInterface):
 
         def descriptor_type(entry, value, path):
             base, block_shape, padding = entry[1], entry[2], entry[3]
-            if padding != "zero":
-                raise ValueError(f"kernel '{self.__name__}': tensor descriptor padding {padding!r} is not "
-                                 "supported (only 'zero')")
             if base[1]:
                 attrs[path + (0,)] = [["tt.divisibility", _DIVISIBILITY]]
             runtime_paths.extend(path + (k,) for k in range(1 + 2 * len(block_shape)))
-            return f"tensordesc<{base[0][1:]}[{', '.join(str(b) for b in block_shape)}]>"
+            suffix = "" if padding == "zero" else f",padding={padding}"   # tilejit's; Triton has none
+            return f"tensordesc<{base[0][1:]}[{', '.join(str(b) for b in block_shape)}]{suffix}>"
 
         for i, (param, entry) in enumerate(zip(self.params, spec_key)):
             if param.is_constexpr:

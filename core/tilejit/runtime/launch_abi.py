@@ -74,6 +74,14 @@ def tensordesc_parts(type_string: str) -> tuple[str, list[int]]:
     return match.group(1), block_shape
 
 
+def tensordesc_padding(type_string: str) -> str:
+    """The padding a `tensordesc<...>` signature names: "nan" for `tensordesc<fp32[32, 32],padding=nan>`
+    (tilejit's suffix for a host descriptor made with padding="nan"), else "zero"."""
+    match = _TENSORDESC.match(type_string)
+    extra = (match.group(3) or "") if match else ""
+    return "nan" if re.search(r"\bpadding\s*=\s*nan\b", extra) else "zero"
+
+
 def _descriptor_leaves(name: str, type_string: str) -> dict:
     """A host descriptor travels as its leaves (`TensorDescriptor.__getitem__`): the base pointer, the
     shape (i32 each) and the strides (i64 each); the kernel rebuilds it with make_tensor_descriptor."""

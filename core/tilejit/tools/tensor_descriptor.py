@@ -5,7 +5,7 @@ Passed as a kernel argument, it is a `tl.tensor_descriptor` in the kernel: `desc
 `desc.store([i, j], x)`, `desc.shape`, `desc.strides`, `desc.block_shape`, on every backend. Its
 signature is Triton's `tensordesc<fp16[64, 64]>`; at launch it travels as its leaves (base pointer,
 shape as i32, strides as i64, the order `desc[k]` gives) and the kernel rebuilds it with
-`tl.make_tensor_descriptor`. Only `padding="zero"` is supported.
+`tl.make_tensor_descriptor`; `padding="nan"` makes its out-of-bounds loads NaN (part of the signature).
 """
 from __future__ import annotations
 
