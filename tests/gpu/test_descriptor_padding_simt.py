@@ -9,8 +9,8 @@ import pytest
 
 from simt_runner import run
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "language"))
-from test_lang_tensor_descriptor_args import _copy_through_device_descriptors, _padded  # noqa: E402
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "language")))
+from descriptor_kernels import _abs_through_returned_descriptors, _copy_through_device_descriptors, _padded  # noqa: E402
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
@@ -22,3 +22,15 @@ def test_out_of_bounds_elements_read_as_the_padding_on_the_gpu_lowering(dtype, p
                                                      grid=(2, 2), target="cuda:90", num_warps=4)
     run(kernel.asm["llir"], [x, out, 48, 48, 64, 64], 4, grid=(2, 2), shared=kernel.metadata["shared"])
     np.testing.assert_array_equal(out, _padded(x, (64, 64), padding))
+
+
+def test_descriptors_returned_by_a_noinline_function_on_the_gpu_lowering():
+    """Triton's test_tensor_descriptor_return_value through the NVIDIA lowering: the helper's `tt.call`
+    returns the descriptors' base, shape and strides, and the caller makes them again."""
+    x = np.random.default_rng(2).standard_normal((32, 128)).astype(np.float32)
+    out = np.zeros((32, 128), np.float32)
+    kernel = _abs_through_returned_descriptors.warmup(out, x, 32, 128, M_BLOCK=8, N_BLOCK=32, grid=(4, 4),
+                                                      target="cuda:90", num_warps=4)
+    assert "tt.call" in kernel.asm["ttir"]
+    run(kernel.asm["llir"], [out, x, 32, 128], 4, grid=(4, 4), shared=kernel.metadata["shared"])
+    np.testing.assert_array_equal(out, np.abs(x))

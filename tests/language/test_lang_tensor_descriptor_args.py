@@ -6,6 +6,7 @@ import pytest
 import tilejit
 import tilejit.language as tl
 from tilejit.tools.tensor_descriptor import TensorDescriptor
+from descriptor_kernels import _abs_through_returned_descriptors, _copy_through_device_descriptors, _padded
 
 
 @tilejit.jit
@@ -59,23 +60,6 @@ def _copy_through_host_descriptors(in_desc, out_desc):
     out_desc.store([m, n], in_desc.load([m, n]))
 
 
-@tilejit.jit
-def _copy_through_device_descriptors(in_ptr, out_ptr, IM, IN, OM, ON, BM: tl.constexpr, BN: tl.constexpr,
-                                     PADDING: tl.constexpr):
-    in_desc = tl.make_tensor_descriptor(in_ptr, shape=[IM, IN], strides=[IN, 1], block_shape=[BM, BN],
-                                        padding_option=PADDING)
-    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[OM, ON], strides=[ON, 1], block_shape=[BM, BN])
-    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
-    tile = in_desc.load([m, n])
-    if m == 0:   # the descriptor made again after the branch keeps its padding
-        tile = tile + 0
-    out_desc.store([m, n], tile)
-
-
-def _padded(x, shape, padding):
-    expected = np.full(shape, np.nan if padding == "nan" else 0, dtype=x.dtype)
-    expected[:x.shape[0], :x.shape[1]] = x
-    return expected
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
@@ -200,3 +184,43 @@ def test_descriptor_min_max_of_float16(device, kind, device_desc):
     got = device.numpy(out)
     assert np.isnan(got[2, 3]) and np.isnan(got[4, 5])
     np.testing.assert_array_equal(got, expected)
+
+
+@tilejit.jit
+def _descriptor_of_inlined(ptr, M, N, M_BLOCK: tl.constexpr, N_BLOCK: tl.constexpr, NAN: tl.constexpr):
+    if NAN:
+        return tl.make_tensor_descriptor(ptr, shape=[M, N], strides=[N, 1], block_shape=[M_BLOCK, N_BLOCK],
+                                         padding_option="nan")
+    return tl.make_tensor_descriptor(ptr, shape=[M, N], strides=[N, 1], block_shape=[M_BLOCK, N_BLOCK])
+
+
+@tilejit.jit
+def _pick_descriptor(a_ptr, b_ptr, M, N, USE_B, BLOCK: tl.constexpr):
+    if USE_B > 0:   # a run-time branch: both arms return a descriptor, merged as their parts
+        return _descriptor_of_inlined(b_ptr, M, N, BLOCK, BLOCK, True)
+    else:
+        return _descriptor_of_inlined(a_ptr, M, N, BLOCK, BLOCK, True)
+
+
+@tilejit.jit
+def _copy_from_picked(out_ptr, a_ptr, b_ptr, M, N, USE_B, BLOCK: tl.constexpr):
+    src = _pick_descriptor(a_ptr, b_ptr, M, N, USE_B, BLOCK)
+    out = tl.make_tensor_descriptor(out_ptr, shape=[BLOCK, BLOCK], strides=[BLOCK, 1], block_shape=[BLOCK, BLOCK])
+    out.store([0, 0], src.load([0, 0]))
+
+
+def test_descriptor_returned_from_a_jit_function(device):
+    """Triton's test_tensor_descriptor_return_value: a noinline helper returns the descriptors."""
+    x = np.random.default_rng(2).standard_normal((32, 128)).astype(np.float32)
+    out = device.zeros((32, 128), "float32")
+    _abs_through_returned_descriptors[(4, 4)](out, device.tensor(x), 32, 128, M_BLOCK=8, N_BLOCK=32)
+    np.testing.assert_array_equal(device.numpy(out), np.abs(x))
+
+
+@pytest.mark.parametrize("use_b", [0, 1])
+def test_descriptor_returned_from_both_arms_of_a_branch_keeps_its_padding(device, use_b):
+    a = np.full((16, 16), 1, np.float32)
+    b = np.full((16, 16), 2, np.float32)
+    out = device.zeros((32, 32), "float32")
+    _copy_from_picked[(1,)](out, device.tensor(a), device.tensor(b), 16, 16, use_b, BLOCK=32)
+    np.testing.assert_array_equal(device.numpy(out), _padded(b if use_b else a, (32, 32), "nan"))

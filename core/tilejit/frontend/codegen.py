@@ -263,13 +263,20 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         if value is None:
             return [], "none"
         leaves, tree = flatten(value)
-        tensors = []
-        for leaf in leaves:
-            leaf = unwrap(leaf)
-            if isinstance(leaf, tl.tensor_descriptor):
-                raise TypeError("returning a tensor descriptor from a @jit function is not supported")
-            tensors.append(self.semantic.to_tensor(leaf))
-        return tensors, tree
+        if any(isinstance(unwrap(leaf), tl.tensor_descriptor) for leaf in leaves):
+            # a descriptor travels as its base, shape and strides, and is made again where it lands
+            # (the caller, or the merge of returning branches), as through control flow
+            from .statements import _WithDescriptors
+            leaves, spec = self.expand_descriptors(leaves, "the returned value")
+            tree = _WithDescriptors(tree, spec)
+        return [self.semantic.to_tensor(unwrap(leaf)) for leaf in leaves], tree
+
+    def rebuild_returned(self, tree, values):
+        """A returned value from its leaves (`return_leaves`' tree), descriptors made again."""
+        from .statements import _WithDescriptors
+        if isinstance(tree, _WithDescriptors):
+            return rebuild(tree.tree, self.rebuild_descriptors(values, tree.spec))
+        return rebuild(tree, values)
 
     def emit_return(self, value, node):
         tensors, tree = self.return_leaves(value, node)
@@ -668,7 +675,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         results = [tl.tensor(r, t) for r, t in zip(op.results, ret_types)]
         if ret_tree == "none":
             return None
-        return rebuild(ret_tree, results)
+        return self.rebuild_returned(ret_tree, results)
 
     def python_builtins(self):
         if not hasattr(self, "_builtin_table"):

@@ -145,7 +145,7 @@ class PredicationMixin:
                 self.emit_return(None, node)
                 return None
             merged = [self.select_leaf(cond, a, b, "the returned value") for a, b in zip(then_vals, else_vals)]
-            self.emit_return(rebuild(then_tree, merged), node)
+            self.emit_return(self.rebuild_returned(then_tree, merged), node)
         return None
 
     def predicated_ifexp(self, node, cond):

@@ -253,7 +253,7 @@ class StatementsMixin:
             raise TypeError("Return type mismatch: the branches of this 'if' return different types: "
                             f"{[str(v.type) for v in then_vals]} and {[str(v.type) for v in else_vals]}")
         results = self.emit_if(cond, then_block, then_vals, else_block, else_vals, True)
-        self.emit_return(rebuild(then_tree, results) if then_tree != "none" else None, node)
+        self.emit_return(self.rebuild_returned(then_tree, results) if then_tree != "none" else None, node)
 
     def dynamic_ifexp(self, node, cond):
         if self.is_elementwise_condition(cond):
@@ -526,10 +526,17 @@ def _same_constant(a, b) -> bool:
 
 
 class _WithDescriptors:
-    """A loop-carried value's tree whose leaves include tensor descriptors carried as their parts."""
+    """A loop-carried or returned value's tree whose leaves include tensor descriptors carried as
+    their parts (`spec`: per leaf, the descriptor's block type and padding, or None)."""
 
     def __init__(self, tree, spec):
         self.tree, self.spec = tree, spec
+
+    def __eq__(self, other):
+        return isinstance(other, _WithDescriptors) and (self.tree, self.spec) == (other.tree, other.spec)
+
+    def __hash__(self):
+        return hash((repr(self.tree), repr(self.spec)))
 
 
 def _name_of_leaf(yielded, index: int) -> str:
