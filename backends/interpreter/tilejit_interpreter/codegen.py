@@ -49,10 +49,10 @@ def _dispatch_table() -> Dict[str, str]:
     return table
 
 
-
 def _emulated_format(v: ir.Value):
     """The emulated float format (bf16, fp8) of `v`'s elements, whose NaN is a bit pattern, or None."""
     return ir.element_type(v.type).name if nx.is_emulated(v.type) else None
+
 
 class ProgramGenerator(ValueOpsMixin):
     DISPATCH = _dispatch_table()

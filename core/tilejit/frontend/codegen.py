@@ -243,12 +243,13 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
 
     def rebuild_param(self, tree, leaves):
         """A parameter's value from its runtime leaves; a host-side tensor descriptor (tree
-        ("tensordesc", block shape)) becomes `tl.make_tensor_descriptor(base, shape, strides, block)`."""
+        ("tensordesc", block shape, padding)) becomes `tl.make_tensor_descriptor(base, shape, strides,
+        block, padding)`."""
         if isinstance(tree, tuple) and tree[0] == "tensordesc":
             rank = len(tree[1])
             with self.semantic:
                 return self.semantic.make_tensor_descriptor(leaves[0], leaves[1:1 + rank], leaves[1 + rank:],
-                                                            list(tree[1]), tree[2] if len(tree) > 2 else "zero")
+                                                            list(tree[1]), tree[2])
         if isinstance(tree, tuple) and tree[0] == "tuple":
             items, pos = [], 0
             for count, sub in tree[1]:

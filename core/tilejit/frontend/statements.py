@@ -319,7 +319,8 @@ class StatementsMixin:
     # function (`tl.make_tensor_descriptor`) crosses as its parts (base, shape, strides) and is made
     # again from them on the other side, as a persistent kernel that moves to a new batch needs.
     def expand_descriptors(self, leaves, name: str):
-        """(leaves with each descriptor replaced by its parts, per original leaf its block type or None)."""
+        """(leaves with each descriptor replaced by its parts, per original leaf its (block type,
+        padding) or None)."""
         out, spec = [], []
         for leaf in leaves:
             d = unwrap(leaf)
@@ -331,7 +332,7 @@ class StatementsMixin:
                 raise TypeError(f"tensor descriptor '{name}' cannot change under control flow here: it was "
                                 "not made by tl.make_tensor_descriptor in this function")
             out.extend([d.base, *d.shape, *d.strides])
-            spec.append(d.block_type if d.padding == "zero" else (d.block_type, d.padding))
+            spec.append((d.block_type, d.padding))
         return out, spec
 
     def rebuild_descriptors(self, values, spec) -> list:
@@ -342,7 +343,7 @@ class StatementsMixin:
                 out.append(values[pos])
                 pos += 1
                 continue
-            block, padding = entry if isinstance(entry, tuple) else (entry, "zero")
+            block, padding = entry
             rank = len(block.shape)
             parts = values[pos:pos + 1 + 2 * rank]
             with self.semantic:

@@ -18,14 +18,14 @@ import llvmlite.ir as llir
 
 from ... import ir
 from ...errors import CompilationError
-from .scalar_ops import llvm_type
+from .scalar_ops import llvm_bits, llvm_type
 
 _INTEGER_CONSTRAINTS = set("chlr")   # NVPTX: 8-, 16-, 64-, 32-bit integer registers
 
 
-def _per_register(element: ir.Type, pack: int) -> int:
-    width = ir.element_type(element).width if not isinstance(ir.element_type(element), ir.PointerType) else 64
-    return max(1, min(32 // max(width, 1), pack))
+def _per_register(elem_ty, pack: int) -> int:
+    """Elements of LLVM type `elem_ty` one asm register holds: min(32 / width, pack), at least 1."""
+    return max(1, min(32 // llvm_bits(elem_ty), pack))
 
 
 def _constraint_letters(constraints: str, count: int) -> list:
@@ -38,22 +38,10 @@ def _constraint_letters(constraints: str, count: int) -> list:
 def _register_type(elem_ty, per_register: int, letter):
     """The LLVM type of one asm register holding `per_register` elements of `elem_ty`."""
     if per_register > 1:
-        return llir.IntType(_bits(elem_ty) * per_register)
+        return llir.IntType(llvm_bits(elem_ty) * per_register)
     if isinstance(elem_ty, (llir.HalfType, llir.FloatType, llir.DoubleType)) and letter in _INTEGER_CONSTRAINTS:
-        return llir.IntType(_bits(elem_ty))
+        return llir.IntType(llvm_bits(elem_ty))
     return elem_ty
-
-
-def _bits(elem_ty) -> int:
-    if isinstance(elem_ty, llir.HalfType):
-        return 16
-    if isinstance(elem_ty, llir.FloatType):
-        return 32
-    if isinstance(elem_ty, llir.DoubleType):
-        return 64
-    if isinstance(elem_ty, llir.PointerType):
-        return 64
-    return elem_ty.width
 
 
 def lower_inline_asm(self, op):
@@ -62,26 +50,27 @@ def lower_inline_asm(self, op):
     if problem is not None:
         raise CompilationError.at(op.loc, f"tl.inline_asm_elementwise: {problem}")
     pack = int(op.attrs.get("packed_element", 1))
+    if pack < 1:
+        raise CompilationError.at(op.loc, f"inline_asm_elementwise: pack must be at least 1, got {pack}")
     asm, constraints = op.attrs["asm_string"], op.attrs["constraints"]
     pure = bool(op.attrs.get("pure", False))
     ins = [self.get(v) for v in op.operands]
     n = max((len(v) for v in ins), default=1)   # the arguments are broadcast to the results' shape
-    if pack < 1:
-        raise CompilationError.at(op.loc, f"inline_asm_elementwise: pack must be at least 1, got {pack}")
     b = self.b
     in_elems = [llvm_type(v.type) for v in op.operands]
     out_elems = [llvm_type(r.type) for r in op.results]
-    in_per = [_per_register(v.type, pack) for v in op.operands]
-    out_per = [_per_register(r.type, pack) for r in op.results]
+    in_per = [_per_register(t, pack) for t in in_elems]
+    out_per = [_per_register(t, pack) for t in out_elems]
     for per, v in zip(in_per + out_per, list(op.operands) + list(op.results)):
         if pack % per:
             raise CompilationError.at(op.loc, f"inline_asm_elementwise: pack={pack} does not fill whole registers "
                                               f"of {ir.element_type(v.type)}")
-    out_regs = [(k, pack // per) for k, per in enumerate(out_per) for _ in range(pack // per)]
-    in_regs = [(k, pack // per) for k, per in enumerate(in_per) for _ in range(pack // per)]
+    # per asm register, in operand order: the result / argument it belongs to
+    out_regs = [k for k, per in enumerate(out_per) for _ in range(pack // per)]
+    in_regs = [k for k, per in enumerate(in_per) for _ in range(pack // per)]
     letters = _constraint_letters(constraints, len(out_regs) + len(in_regs))
-    out_types = [_register_type(out_elems[k], out_per[k], letters[i]) for i, (k, _) in enumerate(out_regs)]
-    in_types = [_register_type(in_elems[k], in_per[k], letters[len(out_regs) + i]) for i, (k, _) in enumerate(in_regs)]
+    out_types = [_register_type(out_elems[k], out_per[k], letters[i]) for i, k in enumerate(out_regs)]
+    in_types = [_register_type(in_elems[k], in_per[k], letters[len(out_regs) + i]) for i, k in enumerate(in_regs)]
     if not out_types:
         ret = llir.VoidType()
     elif len(out_types) == 1:
@@ -128,7 +117,7 @@ def _to_register(b, group, reg_ty, elem_ty):
     if len(group) == 1:
         value = group[0]
         return b.bitcast(value, reg_ty) if value.type != reg_ty else value
-    width = _bits(elem_ty)
+    width = llvm_bits(elem_ty)
     packed = None
     for j, value in enumerate(group):
         bits = b.bitcast(value, llir.IntType(width)) if not isinstance(value.type, llir.IntType) else value
@@ -142,7 +131,7 @@ def _to_register(b, group, reg_ty, elem_ty):
 def _from_register(b, value, per, elem_ty):
     if per == 1:
         return [b.bitcast(value, elem_ty) if value.type != elem_ty else value]
-    width = _bits(elem_ty)
+    width = llvm_bits(elem_ty)
     out = []
     for j in range(per):
         bits = b.lshr(value, llir.Constant(value.type, j * width)) if j else value
