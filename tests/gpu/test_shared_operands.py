@@ -125,3 +125,53 @@ def test_stmatrix_plan_writes_every_element_of_an_mma_result_once(version, shape
                         written[offset] = layout.coords(job.registers[h], lane, warp)
     assert len(written) == shape[0] * shape[1]
     assert all(tile.offset(a, coords) == offset for offset, coords in written.items())
+
+
+def _run_byte_transpose(shape, num_warps):
+    """Every thread of `ByteTranspose` on Python ints: the K-major tile it writes from an N-major
+    tile whose byte (k, n) holds a value of its own, and the banks of each warp-wide read and write."""
+    from tilejit_nvidia.shared_operands import ByteTranspose, transpose_words
+    plan = ByteTranspose(shape, num_warps)
+    assert plan.fits()
+    a, (K, N) = IntArith(), shape
+    value = {(k, n): (k * 7 + n * 13) & 0xFF for k in range(K) for n in range(N)}
+    src = bytearray(K * N)
+    for (k, n), v in value.items():
+        src[plan.src.offset(a, (k, n))] = v
+    dst, written = bytearray(K * N), set()
+    conflicts = 0
+    for warp in range(num_warps):
+        for rnd in range(plan.rounds):
+            blocks = [plan.block(a, lane, warp, rnd) for lane in range(32)]
+            reads = [plan.reads(a, k0, n0) for k0, n0 in blocks]
+            writes = [plan.writes(a, k0, n0) for k0, n0 in blocks]
+            for i in range(4):   # one warp-wide 32-bit access each: its lanes' banks
+                for offsets in ([r[i] for r in reads], [w[i] for w in writes]):
+                    assert all(o % 4 == 0 for o in offsets)
+                    conflicts += 32 - len({(o // 4) % 32 for o in offsets})
+            for (k0, n0), rd, wr in zip(blocks, reads, writes):
+                words = [int.from_bytes(src[o:o + 4], "little") for o in rd]
+                for o, word in zip(wr, transpose_words(words)):
+                    assert o not in written
+                    written.add(o)
+                    dst[o:o + 4] = word.to_bytes(4, "little")
+    assert len(written) * 4 == K * N
+    for (k, n), v in value.items():
+        assert dst[plan.dst.offset(a, (k, n))] == v, (k, n)
+    return conflicts
+
+
+@pytest.mark.parametrize("shape,num_warps", [((128, 256), 8), ((128, 128), 4), ((256, 128), 8), ((128, 128), 8)])
+def test_fp8_b_transposed_into_a_k_major_tile_without_bank_conflicts(shape, num_warps):
+    """A row-major fp8 B tile ([K, N], N contiguous) rewritten K-major for wgmma, 4 x 4 bytes a
+    thread: every byte lands where the descriptors read it, and no warp-wide read or write touches a
+    bank twice."""
+    assert _run_byte_transpose(shape, num_warps) == 0
+
+
+@pytest.mark.parametrize("shape,num_warps", [((128, 64), 4), ((128, 32), 8), ((128, 16), 4), ((64, 64), 8),
+                                             ((64, 128), 4), ((32, 128), 8)])
+def test_fp8_b_transposed_for_narrow_tiles(shape, num_warps):
+    """N below 128 bytes (the N blocks of a warp repeat across its lanes), or K of 64 or 32 bytes
+    (the narrower swizzles, blocks numbered K first): still every byte in place."""
+    _run_byte_transpose(shape, num_warps)

@@ -253,6 +253,35 @@ def test_k_major_fp8_and_fp32_tiles_match_what_the_descriptors_read(elem_bytes, 
                 assert stored == _swizzle128(canonical), (mn0, k0, mn, k)
 
 
+@pytest.mark.parametrize("swizzle", [64, 32])
+@pytest.mark.parametrize("op_idx", [0, 1])
+def test_narrow_swizzle_fp8_tiles_match_what_the_descriptors_read(swizzle, op_idx):
+    """K-major fp8 tiles whose K is 64 or 32 bytes (BLOCK_K 64 or 32) use the 64- and 32-byte swizzles:
+    rows of `swizzle` bytes, 8-row groups SBO apart, and the hardware XORs address bits [4, 4 + b)
+    with [7, 7 + b) (b = 2 or 1: CUTLASS's Swizzle<2,4,3>, <1,4,3>)."""
+    from tilejit_nvidia.shared_operands import operand_tile
+    k_dim = 1 if op_idx == 0 else 0
+    shape = (128, swizzle) if op_idx == 0 else (swizzle, 128)
+    tile = operand_tile(shape, k_dim, 1)
+    assert tile.swizzle == swizzle and tile.fits()
+    bits = {64: 2, 32: 1}[swizzle]
+    base, a = 8192, IntArith()
+    lbo, sbo = tile.descriptor_fields()
+    mn_block = 64 if op_idx == 0 else 128
+    for mn0 in range(0, 128, mn_block):
+        for k0 in range(0, swizzle, 32):
+            start, k_major = tile.block_start(op_idx, mn0, k0)
+            desc = descriptor_bits(base + start, lbo, sbo, swizzle)
+            assert desc >> 62 == {64: 2, 32: 3}[swizzle] and k_major
+            desc_start, desc_sbo = (desc & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+            for mn, k in itertools.product(range(mn_block), range(32)):
+                coords = [0, 0]
+                coords[k_dim], coords[1 - k_dim] = k0 + k, mn0 + mn
+                canonical = desc_start + (mn // 8) * desc_sbo + (mn % 8) * swizzle + k
+                swizzled = canonical ^ (((canonical >> 7) & ((1 << bits) - 1)) << 4)
+                assert base + tile.offset(a, coords) == swizzled, (mn0, k0, mn, k)
+
+
 @tilejit.jit
 def _k_major_matmul(a_ptr, bt_ptr, c_ptr, K, stride_am, stride_bn, BM: tl.constexpr, BN: tl.constexpr,
                     BK: tl.constexpr):
@@ -318,6 +347,51 @@ def _fp8_precise_matmul(a_ptr, bt_ptr, c_ptr, K, stride_am, stride_bn, BM: tl.co
         a_ptrs += BK
         b_ptrs += BK
     tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@tilejit.jit
+def _fp8_row_major_b_matmul(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, BM: tl.constexpr, BN: tl.constexpr,
+                            BK: tl.constexpr, IMPRECISE: tl.constexpr):
+    """Triton's test_dot_max_num_imprecise_acc kernel in short: A K-major, B row-major (N contiguous)."""
+    offs_m, offs_n, offs_k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc, max_num_imprecise_acc=IMPRECISE)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@pytest.mark.parametrize("BM,BN,BK,warps,imprecise,n_per_group", [
+    (128, 256, 128, 8, 32, 256), (128, 256, 128, 8, None, 256), (64, 64, 64, 8, 32, 32), (128, 64, 32, 4, None, 64)])
+def test_fp8_row_major_b_is_rewritten_k_major_for_wgmma(BM, BN, BK, warps, imprecise, n_per_group):
+    """wgmma reads fp8 K-major only and cp.async cannot transpose bytes: a row-major B tile is copied
+    as it is and rewritten K-major in shared memory each iteration (4 x 4 bytes a thread, 8 prmt),
+    as Triton does on sm_90. K of 64 or 32 bytes takes the 64- or 32-byte swizzle, and 8 warps on
+    64 rows split N between the warpgroups. The fp32 adds are Triton's test's count."""
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp32", "K": "i32", "stride_am": "i32",
+           "stride_bk": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "IMPRECISE": "constexpr"}
+    src = ASTSource(_fp8_row_major_b_matmul, sig, {"BM": BM, "BN": BN, "BK": BK, "IMPRECISE": imprecise},
+                    {(i,): D16 for i in range(6)})
+    ptx = tilejit.compile(src, target=GPUTarget.parse("cuda:90"),
+                          options={"num_warps": warps, "num_stages": 3}).asm["ptx"]
+    assert f"wgmma.mma_async.sync.aligned.m64n{n_per_group}k32.f32.e4m3.e4m3" in ptx and "mma.sync" not in ptx
+    blocks_per_thread = BK * BN // 16 // (32 * warps)
+    assert ptx.count("prmt.b32") == 8 * blocks_per_thread
+    assert ptx.count("add.f32") == (BM * BN) // (32 * warps) * (BK // imprecise if imprecise else 0)
+
+
+def test_fp8_dots_outside_loops_stage_both_operands_k_major():
+    """Triton's test_dot fp8 chain-dot case: loop-free dots of fp8 tiles (B row-major, and A the
+    first dot's result cast to fp8) stage both operands into K-major tiles and run wgmma."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "nvidia"))
+    from fp8_kernels import fp8_tile_dots
+    ptx = fp8_tile_dots.warmup("*fp8e5", "*fp8e5", "*fp8e5", "*fp32", M=128, N=128, K=64, CHAIN=True, num_warps=4,
+                               grid=(1,), target="cuda:90").asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2") == 2 * 2 + 2 * 4
+    assert "mma.sync" not in ptx
 
 
 @pytest.mark.parametrize("imprecise,adds", [(None, 0), (128, 64), (32, 256)])

@@ -1,7 +1,7 @@
 """Tensor-core tl.dot beyond f16/bf16 on a real NVIDIA GPU (sm_80+), checked against torch: fp32 with
 input_precision tf32 (mma.sync .tf32: the operands' low 13 mantissa bits ignored), tf32x3 / bf16x3 /
 bf16x6 (chains of tf32 / bf16 dots), "ieee" (FMAs),
-int8 -> int32 (mma.sync .s8, exact), fp8 e4m3 / e5m2 (upcast to f16, exact products), in a K loop
+int8 -> int32 (mma.sync .s8, exact), fp8 e4m3 / e5m2 (upcast to f16, exact products; wgmma on sm_90), in a K loop
 and in one tile, 4 and 8 warps. The PTX is checked for the instruction. Skips without such a GPU."""
 import pytest
 
@@ -112,14 +112,17 @@ def test_fp8_dot_matches_torch(dtype, BM, BN, BK, warps, b_t):
     a[0, 0] = 2.0 ** -9 if dtype == "float8_e4m3fn" else 2.0 ** -16   # a subnormal
     c, ptx = _run(a, b, torch.float32, None, BM, BN, BK, warps)
     ref = a.double() @ b.double()
-    if b_t and BK == 128 and torch.cuda.get_device_capability()[0] == 9:
-        # both tiles K-major, 128 bytes of K a row: the pipelined wgmma .e4m3 / .e5m2, which sums in
+    if torch.cuda.get_device_capability()[0] == 9:
+        # the pipelined wgmma .e4m3 / .e5m2 on K-major tiles (a row-major B rewritten K-major in
+        # shared memory each iteration; K of 64 or 32 bytes on the narrower swizzles), which sums in
         # the tensor core's reduced precision (as Triton's default on sm_90): about 2^-13 of the
         # partial sums' size, here ~1 on sums of ~500 (measured on an H100: 1.2 at most)
         kind = "e4m3" if dtype == "float8_e4m3fn" else "e5m2"
-        assert f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.{kind}.{kind}" in ptx
+        assert f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.{kind}.{kind}" in ptx and "mma.sync" not in ptx
+        assert ("prmt.b32" in ptx) != b_t
         torch.testing.assert_close(c.double(), ref, rtol=0, atol=8e-3 * ref.abs().max().item())
-        assert (c.double() - ref).abs().max() > 1e-3   # really the tensor core's accumulation
+        if BK == 128:
+            assert (c.double() - ref).abs().max() > 1e-3   # really the tensor core's accumulation
         return
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx   # exact f16 products, f32 sums
     torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-3)

@@ -6,6 +6,7 @@ import pytest
 
 import tilejit
 import tilejit.language as tl
+from fp8_kernels import fp8_tile_dots
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
@@ -79,3 +80,27 @@ def test_unpipelined_loop_runs_mma_sync_on_the_wgmma_layout(BM, warps):
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=5e-2)
     assert "versionMajor = 3" in ck.asm["ttgir"] and "mma.sync" in ck.asm["ptx"]
 
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("chain", [False, True])
+def test_fp8_dots_outside_loops_take_wgmma(dtype, chain):
+    fp8 = getattr(torch, dtype)
+    torch.manual_seed(5)
+    M, N, K = 128, 128, 64
+    x = (torch.randn(M, K, device="cuda")).to(fp8)
+    y = (torch.randn(K, N, device="cuda")).to(fp8)   # row-major: the dot stages it K-major
+    w = (torch.randn(N, N, device="cuda") * 0.1).to(fp8)
+    z = torch.empty(M, N, device="cuda")
+    ck = fp8_tile_dots[(1,)](x, y, w, z, M=M, N=N, K=K, CHAIN=chain, num_warps=4)
+    kind = "e4m3" if dtype == "float8_e4m3fn" else "e5m2"
+    assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{kind}.{kind}" in ck.asm["ptx"]
+    ref = x.double() @ y.double()
+    if chain:
+        # the second dot's A is the first dot's result rounded to fp8: that of the same wgmmas (a
+        # reference sum may round to the neighbouring fp8 value, a quarter apart in e5m2)
+        first = torch.empty_like(z)
+        fp8_tile_dots[(1,)](x, y, w, first, M=M, N=N, K=K, CHAIN=False, num_warps=4)
+        torch.testing.assert_close(first.double(), ref, rtol=0, atol=1e-2 * ref.abs().max().item())
+        ref = first.to(fp8).double() @ w.double()
+    torch.testing.assert_close(z.double(), ref, rtol=0, atol=1e-2 * ref.abs().max().item())

@@ -66,7 +66,7 @@ class CUDABackend(GPUBackend):
         # where cp.async exists, the multi-buffering of the loads that feed the dots.
         passes = ttgir_passes(self.layout_config(options))
         if self.isa.supports_async_copy:
-            passes.append(Pipeline(options.num_stages, self.isa.shared_memory))
+            passes.append(Pipeline(options.num_stages, self.isa.shared_memory, options.num_warps))
         self.add_gpu_stages(stages, options, passes)
         # Pure functions of their text: several compilations (the autotuner's) may run them at once.
         stages["ptx"] = PureStage(toolchain.llir_to_ptx, arch, options.ptx_features or None)

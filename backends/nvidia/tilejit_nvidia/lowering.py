@@ -6,6 +6,8 @@ operand layouts go through swizzled shared memory and ldmatrix, and register ope
 (`wgmma.stage_operand`)."""
 from __future__ import annotations
 
+from tilejit import ir
+
 from . import shared_dot
 from .barriers import drop_unneeded_barriers
 from .matrix_units import computed_in, in_loop, untransposed
@@ -116,8 +118,8 @@ class NvidiaLowering:
         if enc.op_idx == 1:
             return True
         src, dst = self.layout(convert.operands[0].type), self.layout(convert.result.type)
-        if src.lanes == dst.lanes and src.warps == dst.warps:
-            return False
+        if src.lanes == dst.lanes and src.warps == dst.warps and not _fp8(convert):
+            return False   # (an fp8 A is read from shared memory: this lowering has no register form)
         b_converts = [user.operands[1].owner for user, _ in uses]
         return all(getattr(b, "name", None) == "ttg.convert_layout" and self._stageable(b) for b in b_converts)
 
@@ -125,11 +127,20 @@ class NvidiaLowering:
     convert_to_dot_operand = shared_dot.convert_to_dot_operand
 
 
+def _fp8(convert) -> bool:
+    from .matrix_units import FP8
+    return str(ir.element_type(convert.result.type)) in FP8
+
+
 def _required_inner(convert, transposed: bool):
-    """The contiguous dim the staged tile of a B must have (of the tile its `tl.trans` reads when
-    `transposed`): K when its dots' warpgroups split N into column blocks narrower than a 128-byte
-    slab (`matrix_units.Wgmma._warps`), else None (any)."""
+    """The contiguous dim the staged tile of an operand must have (of the tile its `tl.trans` reads
+    when `transposed`): K for fp8, which wgmma reads K-major only, and for a B whose dots'
+    warpgroups split N into column blocks narrower than a 128-byte slab
+    (`matrix_units.Wgmma._warps`); else None (any)."""
     enc = convert.result.type.encoding
+    if _fp8(convert):
+        k_dim = 1 if enc.op_idx == 0 else 0
+        return 1 - k_dim if transposed else k_dim
     warps_n = enc.parent.warps_per_cta[1]
     if enc.op_idx != 1 or warps_n == 1 or (convert.result.type.shape[1] // warps_n) % 64 == 0:
         return None

@@ -14,7 +14,7 @@ from typing import Optional, Tuple
 
 from tilejit import ir
 from .layouts import NvidiaMmaEncoding
-from .shared_operands import WgmmaTile, staging_dims
+from .shared_operands import WgmmaTile, operand_tile, staging_dims
 from tilejit.gpu.target import DotSite, MatrixUnit
 
 
@@ -102,6 +102,15 @@ def _loaded_k_major(op: ir.Operation, name: str, k_dim: int) -> bool:
     return bool(order) and order[0] == k_dim
 
 
+def _fp8_b_rewritable(dot: DotSite) -> bool:
+    """An fp8 B loaded along N in the dot's block whose tile `ByteTranspose` rewrites K-major."""
+    from .shared_operands import ByteTranspose
+    load = _block_load(dot.op, "b")
+    order = getattr(load.results[0].type.encoding, "order", None) if load is not None else None
+    K, N = dot.shape[2], dot.shape[1]
+    return bool(order) and order[0] == 1 and ByteTranspose((K, N), dot.num_warps).fits()
+
+
 class MmaSync(MatrixUnit):
     name = "mma.sync.m16n8k16"
 
@@ -130,10 +139,20 @@ class Wgmma(MatrixUnit):
             # Both tiles K-major, each row of K whole 128-byte swizzle slabs (the pipeline's wgmma
             # tile); otherwise the well-trodden mma.sync layout rather than version 3 without wgmma.
             # A tf32 operand loaded along M or N is transposed by its copies (one cp.async of 4 bytes
-            # an element, `pipeline.wgmma_copy`); fp8 elements are too small for that.
-            k_bytes = dot.shape[2] * (1 if kind == "fp8" else 4)
-            loaded = _loaded_k_major if kind == "fp8" else _loaded_in_block
-            if k_bytes % 128 or not (loaded(dot.op, "a", 1) and loaded(dot.op, "b", 0)):
+            # an element, `pipeline.wgmma_copy`); fp8 elements are too small for that: an fp8 B
+            # loaded along N is rewritten K-major in shared memory every iteration
+            # (`shared_operands.ByteTranspose`), as Triton does.
+            # fp8 K of 64 or 32 bytes takes the narrower swizzles (`shared_operands.operand_tile`).
+            # Outside loops the dot stages both fp8 operands K-major (`wgmma.stage_operand`).
+            if kind == "fp8":
+                K = dot.shape[2]
+                tiles = operand_tile((M, K), 1, 1) is not None and operand_tile((K, N), 0, 1) is not None
+                loaded = tiles and (not in_loop(dot.op) or _loaded_k_major(dot.op, "a", 1)
+                                    and (_loaded_k_major(dot.op, "b", 0) or _fp8_b_rewritable(dot)))
+            else:
+                loaded = (dot.shape[2] * 4 % 128 == 0 and _loaded_in_block(dot.op, "a", 1)
+                          and _loaded_in_block(dot.op, "b", 0))
+            if not loaded:
                 return None
         return NvidiaMmaEncoding(3, 0, warps, (16, N // warps[1], 16))
 
@@ -149,14 +168,15 @@ class Wgmma(MatrixUnit):
         if chained in (None, (W, 1)) and self._fits(dot.op, M, N, W, kind):
             return (W, 1)
         groups = W // 4
-        if kind not in ("f16", "bf16") or W % 4 or groups < 2 or N % groups:
+        if kind not in ("f16", "bf16", "fp8") or W % 4 or groups < 2 or N % groups:
             return None
         # Dots of one block are "chained" when any values connect them (gla's two dots of a loop,
         # through their indices): only a result that is another dot's A needs all warps along M.
         if chained not in (None, (W, 1), (4, groups)) or _a_of_a_dot(dot.op):
             return None
         n = N // groups
-        if not self._fits(dot.op, M, n, 4, kind) or not (n % 64 == 0 or _b_k_major(dot.op)):
+        # fp8 B tiles are always K-major in shared memory (loaded so, or rewritten)
+        if not self._fits(dot.op, M, n, 4, kind) or not (n % 64 == 0 or kind == "fp8" or _b_k_major(dot.op)):
             return None
         return (4, groups)
 
@@ -176,7 +196,7 @@ class Wgmma(MatrixUnit):
             b = op.operand("b")
             return (loaded_view(b, op.parent) is not None
                     or (kind in ("f16", "bf16") and computed_in(b, op.parent) and staging_dims(b.type.shape)))
-        return not in_loop(op) and kind in ("f16", "bf16")
+        return not in_loop(op) and kind in ("f16", "bf16", "fp8")
 
 
 def _a_of_a_dot(op: ir.Operation) -> bool:

@@ -24,7 +24,7 @@ from tilejit.gpu.layouts import DotOperandEncoding
 from tilejit.gpu.operand_hoist import hoist_operand_conversion, operand_conversions
 
 from .layouts import NvidiaMmaEncoding
-from .shared_operands import SwizzledTile, WgmmaTile, plan_ldmatrix
+from .shared_operands import SwizzledTile, WgmmaTile, operand_tile, plan_ldmatrix
 
 _WGMMA_ONLY_TYPES = {"f8E4M3FN": 1, "f8E5M2": 1, "f32": 4}   # element bytes
 
@@ -140,7 +140,7 @@ def copy_vector(analysis: AxisAnalysis, load: ir.Operation):
     return best
 
 
-def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
+def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation, num_warps: int) -> bool:
     if load.name != "tt.load" or len(load.operands) > 3 or load.attrs.get("is_volatile"):
         return False
     ptr, res = load.operands[0], load.results[0].type
@@ -162,7 +162,8 @@ def pipelinable_load(analysis: AxisAnalysis, load: ir.Operation) -> bool:
     if elem == "f32" and enc.parent.version_major == 2:   # read straight into its layout (`_reads_into`)
         return inner is not None and SwizzledTile(tuple(res.shape), inner, 4).fits()
     if elem in _WGMMA_ONLY_TYPES:   # only for wgmma's descriptors: a K-major 128B-swizzled tile
-        return enc.parent.version_major == 3 and wgmma_copy(analysis, load, enc.op_idx) is not None
+        return enc.parent.version_major == 3 and (wgmma_copy(analysis, load, enc.op_idx) is not None
+                                                  or fp8_transposed_copy(analysis, load, enc.op_idx, num_warps))
     if elem == "f64":   # DMMA's operands: 16-byte copies in, plain shared loads out (no ldmatrix)
         return inner is not None and vec == 2 and SwizzledTile(tuple(res.shape), inner, 8).fits()
     if inner is None or vec < 2 or not SwizzledTile(tuple(res.shape), inner).fits():
@@ -188,10 +189,31 @@ def wgmma_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int):
     inner, vec = copy_vector(analysis, load)
     k_dim = wgmma_k_dim(op_idx)
     if eb == 2 or (inner == k_dim and vec * eb >= 4):
-        return (inner, vec) if inner is not None and WgmmaTile(shape, inner, eb).fits() else None
+        return (inner, vec) if inner is not None and operand_tile(shape, inner, eb) is not None else None
     if eb == 4 and WgmmaTile(shape, k_dim, eb).fits():
         return k_dim, 1
     return None
+
+
+def fp8_transposed_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int, num_warps: int) -> bool:
+    """Whether an fp8 B load that runs along N (a row-major [K, N] matrix: wgmma reads fp8 K-major
+    only, and `cp.async` cannot transpose 1-byte elements) is copied N-major into its ring buffer
+    and rewritten K-major for each iteration's wgmma (`shared_operands.ByteTranspose`)."""
+    from .shared_operands import ByteTranspose
+    if op_idx != 1 or element_bytes(load) != 1:
+        return False
+    inner, vec = copy_vector(analysis, load)
+    return inner == 1 and vec >= 4 and ByteTranspose(tuple(load.results[0].type.shape), num_warps).fits()
+
+
+def transposed_for_wgmma(analysis: AxisAnalysis, load: ir.Operation, num_warps: int) -> bool:
+    """Whether a pipelinable load is an fp8 wgmma B its dot reads from a K-major rewrite of its
+    buffer (`fp8_transposed_copy`), not from the buffer itself."""
+    convert = _dot_operand_convert(load)
+    if convert is None or element_bytes(load) != 1:
+        return False
+    op_idx = convert.results[0].type.encoding.op_idx
+    return wgmma_copy(analysis, load, op_idx) is None and fp8_transposed_copy(analysis, load, op_idx, num_warps)
 
 
 def _address_slice(loop: ir.Operation, loads):
@@ -322,7 +344,7 @@ def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
     return chosen
 
 
-def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> None:
+def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_warps: int = 4) -> None:
     """Mark the loads of every loop that can be pipelined with `num_stages` buffers (>= 2; a loop's
     own `tl.range(num_stages=)`, the attribute `tt.num_stages`, wins), as many as fit in
     `shared_memory` bytes less the scratch reserve."""
@@ -338,16 +360,18 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int) -> N
             if not any(op.name == "tt.load" for op in body.ops):
                 continue
             analysis = AxisAnalysis(func)
-        loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op)]
+        loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op, num_warps)]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
         while loads and _address_slice(loop, loads) is None:
             loads = [op for op in loads if _address_slice(loop, [op]) is not None]
         if not loads:
             continue
         per_stage = sum(op.results[0].type.numel * element_bytes(op) for op in loads)
-        while stages > 2 and per_stage * stages > budget:
+        # each iteration's K-major copies of fp8 B tiles take scratch beside the ring buffers
+        rewritten = sum(op.results[0].type.numel for op in loads if transposed_for_wgmma(analysis, op, num_warps))
+        while stages > 2 and per_stage * stages + rewritten > budget:
             stages -= 1
-        if per_stage * stages > budget:
+        if per_stage * stages + rewritten > budget:
             continue
         _read_operands_from_buffers(analysis, body, loads)
         for op in loads:
@@ -402,8 +426,9 @@ class Pipeline:
     `tl.range(num_stages=)` wins), as many as fit in `shared_memory` bytes."""
     num_stages: int
     shared_memory: int
+    num_warps: int = 4
     name: str = "tritongpu-pipeline"
 
     def apply(self, module: ir.Module) -> None:
         for func in module.functions:
-            pipeline_loops(func, self.num_stages, self.shared_memory)
+            pipeline_loops(func, self.num_stages, self.shared_memory, self.num_warps)

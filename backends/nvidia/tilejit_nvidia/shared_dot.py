@@ -37,7 +37,7 @@ from tilejit.gpu.llvm.scalar_ops import llvm_type
 
 from .mma_sync import f64_form
 from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_copy
-from .shared_operands import ATOM_BYTES, CHUNK_BYTES, IntArith, SwizzledTile, WgmmaTile, plan_ldmatrix
+from .shared_operands import ATOM_BYTES, CHUNK_BYTES, IntArith, SwizzledTile, operand_tile, plan_ldmatrix
 
 I1 = llir.IntType(1)
 
@@ -235,10 +235,10 @@ def dot_operand_plan(self, src_type, dst_type):
     return (tile, plan, runs[inner]) if plan is not None else None
 
 
-def write_tile(self, values, layout, vec, elem_ty, pointer_of) -> None:
+def write_tile(self, values, layout, vec, elem_ty, pointer_of, elem_bytes: int = 2) -> None:
     """Store the registers `values` of `layout` into a shared tile, `vec` at a time (one vector store
-    of 16-bit elements), register r0's run at `pointer_of(r0)`; registers a thread holds twice (a
-    replicated layout) are written once."""
+    of `elem_bytes`-byte elements), register r0's run at `pointer_of(r0)`; registers a thread holds
+    twice (a replicated layout) are written once."""
     written, offsets = set(), layout.register_offsets()
     for r0 in range(0, len(values), vec):
         if offsets[r0] in written:
@@ -246,12 +246,12 @@ def write_tile(self, values, layout, vec, elem_ty, pointer_of) -> None:
         written.add(offsets[r0])
         ptr = pointer_of(r0)
         if vec == 1:
-            self.b.store(values[r0], ptr, align=2)
+            self.b.store(values[r0], ptr, align=elem_bytes)
             continue
         packed = llir.Constant(llir.VectorType(elem_ty, vec), None)
         for i in range(vec):
             packed = self.b.insert_element(packed, values[r0 + i], llir.Constant(I32, i))
-        self.b.store(packed, ptr, align=2 * vec)
+        self.b.store(packed, ptr, align=elem_bytes * vec)
 
 
 def store_plan(self, layout, tile):
@@ -310,24 +310,26 @@ def convert_to_dot_operand(self, value, dst_type, how):
 class _Buffer:
     """The ring of `stages` swizzled tiles of one pipelined load."""
 
-    def __init__(self, self_, load, convert, base_bytes, stages, wgmma=False):
+    def __init__(self, self_, load, convert, base_bytes, stages, wgmma=False, rewritten=False):
         self.load, self.convert = load, convert
         res_t = load.results[0].type
         inner, self.vec = copy_vector(self_.analysis, load)
         self.elem_bytes = element_bytes(load)
         self.wgmma = wgmma
+        # an fp8 B copied N-major, which each iteration rewrites K-major for wgmma (`stage_transposed`)
+        self.rewritten = rewritten
         # No dot-operand conversion of its own: the tile is read back in the load's layout, each
         # thread the vectors it copied (`read_back`), and computed on before its conversion.
         self.read_back = convert is None
         enc = None if self.read_back else convert.results[0].type.encoding
         if self.read_back and wgmma:   # its dots read it through descriptors (`_dot_views`)
             inner, self.vec = wgmma_copy(self_.analysis, load, 0)
-            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
+            self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes), None
         elif self.read_back:
             self.tile, self.plan = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes), None
         elif wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
-            self.tile, self.plan = WgmmaTile(tuple(res_t.shape), inner, self.elem_bytes), None
+            self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes), None
         else:
             if self.elem_bytes == 8 and enc.op_idx == 0 and inner == 1 and f64_form(self_.isa.arch) == "f64_sm90":
                 # fp64 A for sm_90's m16n8k16: kept M-contiguous (one 8-byte cp.async an element, as
@@ -339,7 +341,7 @@ class _Buffer:
             # 64-bit operands have no ldmatrix: the dot reads them with plain loads (`PlainDotOperand`)
             self.plan = (plan_ldmatrix(self_.layout(convert.results[0].type), enc.op_idx, inner)
                          if self.elem_bytes == 2 else None)
-        if ((self.plan is None and not wgmma and self.elem_bytes != 8 and not self.read_back)
+        if ((self.plan is None and not wgmma and not rewritten and self.elem_bytes != 8 and not self.read_back)
                 or self.vec * self.elem_bytes < 4):
             raise CompilationError.at(load.loc, "internal: a load marked for pipelining cannot be pipelined")
         self.base_bytes = base_bytes
@@ -418,11 +420,13 @@ def _ldmatrix_views(self, buf, load_views) -> dict:
     return found
 
 
-def _wgmma_converts(self, pipe):
+def _wgmma_converts(self, pipe, rewritten=None):
     """{id(convert): transposed} of the pipelined converts whose results a version-3 (wgmma) dot
     reads from shared memory through descriptors: B when it is pipelined, feeds only dots and fits
     the 128B-swizzled tile; A too when the same holds for it (else the dot reads A from registers),
-    also where B is computed in the loop and staged by its dot (`NvidiaLowering._stageable`).
+    also where B is computed in the loop and staged by its dot (`NvidiaLowering._stageable`), or is
+    an fp8 tile the loop rewrites K-major (`pipeline.transposed_for_wgmma`; the ids of those go
+    into the set `rewritten`, when the dot's A is read through descriptors too).
     A read-back load whose every use is such a conversion (`_dot_views`) is read through descriptors
     by each of them, transposed or not."""
     from .layouts import NvidiaMmaEncoding
@@ -445,15 +449,26 @@ def _wgmma_converts(self, pipe):
         if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
             continue
         b_found = fitting(op.operands[1])
-        if b_found is None and not _staged_by_the_dot(self, op.operands[1]):
+        b_rewritten = b_found is None and _rewritten_for_wgmma(self, pipe, op.operands[1])
+        if b_found is None and not b_rewritten and not _staged_by_the_dot(self, op.operands[1]):
             continue
         a_found = fitting(op.operands[0])
         if a_found is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
             continue   # fp8 / tf32: wgmma takes A from registers only for 16-bit types here
+        if b_rewritten and rewritten is not None:
+            rewritten.add(id(op.operands[1].owner))
         for found in (b_found, a_found):
             if found is not None:
                 chosen[id(found[1])] = found[2]
     return chosen
+
+
+def _rewritten_for_wgmma(self, pipe, operand) -> bool:
+    """Whether dot operand `operand` converts a pipelined fp8 B load the loop rewrites K-major."""
+    from .pipeline import transposed_for_wgmma
+    convert = operand.owner
+    return (any(conv is convert for conv in pipe.converts) and _feeds_only_dots(operand) and len(operand.uses) == 1
+            and transposed_for_wgmma(self.analysis, convert.operands[0].owner, self.num_warps))
 
 
 def _staged_by_the_dot(self, operand) -> bool:
@@ -630,9 +645,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     S = pipe.stages
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
-    wgmma = _wgmma_converts(self, pipe)
+    rewritten = set()   # ids of the fp8 B converts read from a K-major rewrite of their buffer
+    wgmma = _wgmma_converts(self, pipe, rewritten)
     if any(element_bytes(load) not in (2, 8) and conv is not None and id(conv) not in wgmma
-           for load, conv in zip(pipe.loads, pipe.converts)):
+           and id(conv) not in rewritten for load, conv in zip(pipe.loads, pipe.converts)):
         return False   # an fp8 / fp32 tile only wgmma's descriptors could read: the loop runs unpipelined
     # mma.sync loops keep S-1 buffers, as Triton: iteration i reads its tiles into registers, then
     # refills the same buffers with iteration i+S-1's copies, which stay S-1 iterations ahead of the
@@ -659,7 +675,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     for load, convert in zip(pipe.loads, pipe.converts):
         load_views = _dot_views(load) if convert is None else []
         chosen = [(v, t) for v, t in load_views if id(v) in wgmma]
-        buf = _Buffer(self, load, convert, offset, ring_stages, wgmma=id(convert) in wgmma or bool(chosen))
+        buf = _Buffer(self, load, convert, offset, ring_stages, wgmma=id(convert) in wgmma or bool(chosen),
+                      rewritten=id(convert) in rewritten)
         buf.in_place = bool(chosen) and len(chosen) == len(load_views)   # no thread reads it back
         views.update((id(v), (buf, buf.tile.transposed() if t else buf.tile, None)) for v, t in chosen)
         read_by_ldmatrix = _ldmatrix_views(self, buf, load_views)
@@ -759,6 +776,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         buf, tile, plan = views.get(id(inner), (buf, buf and buf.tile, buf and buf.plan))
         if buf is None:
             return False
+        if buf.rewritten:
+            from .wgmma import stage_transposed
+            base = a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes))
+            self.staged_operands[id(inner.results[0])] = stage_transposed(
+                self, buf.tile, base, ring, len(inner.results[0].uses))
+            return True
         if buf.wgmma:
             from .wgmma import WgmmaOperand
             self.wgmma_operands[id(inner.results[0])] = WgmmaOperand(

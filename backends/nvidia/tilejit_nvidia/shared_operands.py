@@ -224,17 +224,26 @@ ATOM_BYTES = 8 * SWIZZLE_BYTES
 
 @dataclass(frozen=True)
 class WgmmaTile(_Tile):
-    """A [d0, d1] operand tile (16-bit; fp8 and fp32 too, K-major) in the canonical 128B-swizzled layout that wgmma's matrix
-    descriptors read (PTX ISA, "Shared Memory Matrix Layout"; CUTLASS's Swizzle<3,4,3>): the
-    contiguous dim `inner` is cut into slabs of 128 bytes (64 16-bit elements); slab s holds every row,
-    row r at byte s * rows * 128 + r * 128, and 16-byte chunk c of a row is stored at chunk
-    c ^ (r % 8). With the tile 1024-byte aligned, that is the XOR of address bits [4:6] with
-    [7:9] that the hardware undoes, so a descriptor only names where a 64 x 8 (or 8 x 64) block
-    starts, the stride between 8-row groups (SBO) and between slabs (LBO)."""
+    """A [d0, d1] operand tile (16-bit; fp8 and fp32 too, K-major) in the canonical swizzled layout
+    that wgmma's matrix descriptors read (PTX ISA, "Shared Memory Matrix Layout"; CUTLASS's
+    Swizzle<3,4,3> for the 128-byte swizzle): the contiguous dim `inner` is cut into slabs of
+    `swizzle` bytes (128: 64 16-bit elements); slab s holds every row, row r at byte
+    s * rows * swizzle + r * swizzle, and 16-byte chunk c of a row is stored at chunk c ^ (r % 8).
+    With the tile 1024-byte aligned, that is the XOR of address bits [4:6] with [7:9] that the
+    hardware undoes, so a descriptor only names where a 64 x 8 (or 8 x 64) block starts, the stride
+    between 8-row groups (SBO) and between slabs (LBO).
+
+    The 64- and 32-byte swizzles (`swizzle` 64, 32: Swizzle<2,4,3>, <1,4,3>) XOR fewer address bits,
+    the chunk with (r // 2) % 4 or (r // 4) % 2; tilejit uses them for K-major fp8 tiles whose K is
+    64 or 32 bytes (`operand_tile`), as Triton does."""
+    swizzle: int = SWIZZLE_BYTES
+
+    def transposed(self):
+        return WgmmaTile(self.shape[::-1], 1 - self.inner, self.elem_bytes, self.swizzle)
 
     @property
     def slab_elems(self) -> int:
-        return SWIZZLE_BYTES // self.elem_bytes
+        return self.swizzle // self.elem_bytes
 
     @property
     def nbytes(self) -> int:
@@ -242,7 +251,7 @@ class WgmmaTile(_Tile):
 
     @property
     def slab_bytes(self) -> int:
-        return self.rows * SWIZZLE_BYTES
+        return self.rows * self.swizzle
 
     def fits(self) -> bool:
         """Whole slabs along the contiguous dim and 8-row groups across it; 1-, 2- and 4-byte
@@ -253,9 +262,11 @@ class WgmmaTile(_Tile):
         """Element offset of logical `coords` (two Arith values) inside the tile."""
         row, col = coords[1 - self.inner], coords[self.inner]
         slab_elems, vec = self.slab_elems, CHUNK_BYTES // self.elem_bytes
+        chunks = self.swizzle // CHUNK_BYTES   # 16-byte chunks a row: the phases of the XOR
         slab = a.udiv(col, a.const(slab_elems))
         in_slab = a.urem(col, a.const(slab_elems))
-        chunk = a.xor(a.udiv(in_slab, a.const(vec)), a.urem(row, a.const(8)))
+        unswizzled = a.udiv(in_slab, a.const(vec))
+        chunk = a.xor(unswizzled, a.urem(a.udiv(row, a.const(8 // chunks)), a.const(chunks)))
         start = a.add(a.mul(slab, a.const(self.rows * slab_elems)), a.mul(row, a.const(slab_elems)))
         return a.add(start, a.add(a.mul(chunk, a.const(vec)), a.urem(in_slab, a.const(vec))))
 
@@ -267,12 +278,23 @@ class WgmmaTile(_Tile):
         k_major = self.inner == k_dim
         along, across = (k, non_k) if k_major else (non_k, k)
         slab, within = divmod(along, self.slab_elems)
-        return slab * self.slab_bytes + across * SWIZZLE_BYTES + within * self.elem_bytes, k_major
+        return slab * self.slab_bytes + across * self.swizzle + within * self.elem_bytes, k_major
 
     def descriptor_fields(self):
         """(LBO, SBO) in bytes: slab stride (the MN-major leading offset; K-major swizzled layouts
         ignore it) and the stride between 8-row groups."""
-        return self.slab_bytes, ATOM_BYTES
+        return self.slab_bytes, 8 * self.swizzle
+
+
+def operand_tile(shape, inner: int, elem_bytes: int) -> Optional[WgmmaTile]:
+    """The `WgmmaTile` a wgmma operand of `shape` contiguous along `inner` is kept in: the 128-byte
+    swizzle where whole slabs fit; for fp8 (always K-major) the 64- or 32-byte one where its K is
+    64 or 32 bytes (Triton's BLOCK_K = 64 fp8 tiles); None when none fits."""
+    for swizzle in (128, 64, 32) if elem_bytes == 1 else (128,):
+        tile = WgmmaTile(tuple(shape), inner, elem_bytes, swizzle)
+        if tile.fits():
+            return tile
+    return None
 
 
 def staging_dims(shape) -> Tuple[int, ...]:
@@ -283,9 +305,121 @@ def staging_dims(shape) -> Tuple[int, ...]:
     return tuple(d for d in (0, 1) if WgmmaTile(tuple(shape), d).fits())
 
 
-def descriptor_bits(start_address: int, lbo: int, sbo: int) -> int:
+_SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
+
+
+def descriptor_bits(start_address: int, lbo: int, sbo: int, swizzle: int = SWIZZLE_BYTES) -> int:
     """A wgmma matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, LBO and SBO
-    in 16-byte units in bits 0-13, 16-29, 32-45; base offset 0 (1024-byte aligned atoms); swizzle
-    mode 1 (128B) in bits 62-63."""
+    in 16-byte units in bits 0-13, 16-29, 32-45; base offset 0 (1024-byte aligned atoms); the
+    swizzle mode in bits 62-63 (1: 128B, 2: 64B, 3: 32B)."""
     return (((start_address & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
-            | 1 << 62)
+            | _SWIZZLE_MODES[swizzle] << 62)
+
+
+# ------------------------------------------------------------------------ fp8 B tiles turned K-major
+
+@dataclass(frozen=True)
+class ByteTranspose:
+    """Rewrite an N-major fp8 B tile ([K, N], N contiguous: the `SwizzledTile` a row-major B's
+    `cp.async` fills) as the K-major `WgmmaTile` fp8 wgmma reads (the PTX ISA allows the transpose
+    bits for 16-bit types only; `cp.async` moves 4 bytes at least, so the copies cannot do it, as
+    they do for tf32). Triton does the same on sm_90: the pipelined tile is read into registers and
+    stored again K-major (`local_load`, `local_alloc`).
+
+    Each thread moves 4 x 4-byte blocks: four 32-bit reads, one per K row (4 bytes of N), a byte
+    transpose in registers (`prmt`), four 32-bit writes, one per N row of the K-major tile (4 bytes
+    of K). Where K is whole 128 bytes, in round `rnd` lane `l` of warp `w` moves block (K block
+    l + 32 ua, N block (l + s) % S + S v), the warp's combination j = w + num_warps * rnd naming
+    (ua, v, s), S the N blocks of a 32-wide group. With whole 128-byte rows on both sides (K and N
+    multiples of 128) every read and every write of a warp then touches 32 different banks: a
+    lane's read bank is (N chunk ^ K row % 8, N word % 4), its write bank (K chunk ^ N row % 8,
+    K word % 4), and both run over all 32 pairs as the lane does (`tests/gpu/test_shared_operands.py`
+    simulates it). A shorter K (64 or 32 bytes, the narrower swizzles) numbers the blocks K first
+    across the threads instead."""
+    shape: Tuple[int, int]
+    num_warps: int
+
+    @property
+    def src(self) -> SwizzledTile:
+        return SwizzledTile(self.shape, 1, 1)
+
+    @property
+    def dst(self) -> Optional[WgmmaTile]:
+        return operand_tile(self.shape, 0, 1)
+
+    @property
+    def _k_blocks(self) -> int:
+        return self.shape[0] // 4
+
+    @property
+    def _n_blocks(self) -> int:
+        return self.shape[1] // 4
+
+    @property
+    def _diagonal(self) -> bool:
+        nb = self._n_blocks
+        return self._k_blocks % 32 == 0 and (nb % 32 == 0 or 32 % nb == 0)
+
+    @property
+    def _group(self) -> int:
+        return min(self._n_blocks, 32)
+
+    @property
+    def _per_round(self) -> int:
+        """Blocks all threads move in one round."""
+        return 32 * self.num_warps
+
+    def fits(self) -> bool:
+        """Both tiles fit and the threads share the blocks evenly."""
+        blocks = self._k_blocks * self._n_blocks
+        return (self.shape[0] % 4 == 0 and self.src.fits() and self.dst is not None
+                and blocks % self._per_round == 0)
+
+    @property
+    def rounds(self) -> int:
+        return self._k_blocks * self._n_blocks // self._per_round
+
+    def block(self, a, lane, warp, rnd: int):
+        """(k0, n0) of the block thread (`lane`, `warp`) moves in round `rnd` (Arith values)."""
+        if not self._diagonal:
+            g = a.add(a.add(lane, a.mul(warp, a.const(32))), a.const(self._per_round * rnd))
+            k_block, n_block = a.urem(g, a.const(self._k_blocks)), a.udiv(g, a.const(self._k_blocks))
+            return a.mul(k_block, a.const(4)), a.mul(n_block, a.const(4))
+        group, groups = self._group, max(1, self._n_blocks // 32)
+        j = a.add(warp, a.const(self.num_warps * rnd))
+        s = a.urem(j, a.const(group))
+        rest = a.udiv(j, a.const(group))
+        v, ua = a.urem(rest, a.const(groups)), a.udiv(rest, a.const(groups))
+        k_block = a.add(lane, a.mul(ua, a.const(32)))
+        n_block = a.add(a.urem(a.add(lane, s), a.const(group)), a.mul(v, a.const(group)))
+        return a.mul(k_block, a.const(4)), a.mul(n_block, a.const(4))
+
+    def reads(self, a, k0, n0):
+        """The byte offsets in `src` of the four words a block's thread reads (K rows k0 .. k0+3)."""
+        return [self.src.offset(a, (a.add(k0, a.const(i)), n0)) for i in range(4)]
+
+    def writes(self, a, k0, n0):
+        """The byte offsets in `dst` of the four words it writes (N rows n0 .. n0+3)."""
+        return [self.dst.offset(a, (k0, a.add(n0, a.const(j)))) for j in range(4)]
+
+
+# `prmt.b32` selectors of the 4x4 byte transpose: word j of the result holds byte j of each input
+# word, in order (pairs interleaved first, then the pairs' halves joined).
+PRMT_INTERLEAVE = (0x5140, 0x7362)   # (a0 b0 a1 b1), (a2 b2 a3 b3)
+PRMT_JOIN = (0x5410, 0x7632)         # (a0 a1 b0 b1), (a2 a3 b2 b3)
+
+
+def prmt(a: int, b: int, selector: int) -> int:
+    """PTX `prmt.b32` (default mode) on Python ints: result byte i is byte (selector nibble i) of
+    the eight bytes b:a."""
+    both = (b << 32) | a
+    return sum(((both >> (8 * ((selector >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+
+
+def transpose_words(words, permute=prmt):
+    """The 4x4 byte transpose of four 32-bit words with `permute` (`prmt` semantics)."""
+    w0, w1, w2, w3 = words
+    lo01, hi01 = (permute(w0, w1, s) for s in PRMT_INTERLEAVE)
+    lo23, hi23 = (permute(w2, w3, s) for s in PRMT_INTERLEAVE)
+    return [permute(lo01, lo23, PRMT_JOIN[0]), permute(lo01, lo23, PRMT_JOIN[1]),
+            permute(hi01, hi23, PRMT_JOIN[0]), permute(hi01, hi23, PRMT_JOIN[1])]

@@ -595,9 +595,17 @@ def ptx_to_cubin(ptx: str, arch: int) -> bytes:
     loop) is a hint: ptxas meets it by capping the registers (128 at 256 threads). Where that makes
     it spill more than a few registers (`SPILL_ALLOWANCE_BYTES`), the PTX is assembled again without
     the request and the cubin that spills less is kept (fla's gla backward at 8 warps: 56 bytes
-    spilled at 128 registers, none at 170)."""
-    built = assemble_ptx(ptx, arch)
-    if _spilled_bytes(built) > SPILL_ALLOWANCE_BYTES and _OCCUPANCY_HINT.search(ptx):
+    spilled at 128 registers, none at 170). Where the cap cannot be met at all (a wgmma
+    m64n256 accumulator alone is 128 registers a thread: ptxas refuses the instruction), the PTX is
+    assembled without the request."""
+    hinted = _OCCUPANCY_HINT.search(ptx) is not None
+    try:
+        built = assemble_ptx(ptx, arch)
+    except CompilationError:
+        if not hinted:
+            raise
+        return assemble_ptx(_OCCUPANCY_HINT.sub("", ptx), arch).cubin
+    if _spilled_bytes(built) > SPILL_ALLOWANCE_BYTES and hinted:
         unhinted = assemble_ptx(_OCCUPANCY_HINT.sub("", ptx), arch)
         if _spilled_bytes(unhinted) < _spilled_bytes(built):
             return unhinted.cubin

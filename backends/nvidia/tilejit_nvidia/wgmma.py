@@ -66,7 +66,7 @@ def _descriptors(self, operand: WgmmaOperand, extra_bytes, ks) -> list:
         addr = self.b.add(addr, extra_bytes if not isinstance(extra_bytes, int) else llir.Constant(I32, extra_bytes))
     field = self.b.and_(self.b.lshr(addr, llir.Constant(I32, 4)), llir.Constant(I32, 0x3FFF))
     lbo, sbo = operand.tile.descriptor_fields()
-    descriptor = self.b.or_(self.b.zext(field, I64), llir.Constant(I64, descriptor_bits(0, lbo, sbo)))
+    descriptor = self.b.or_(self.b.zext(field, I64), llir.Constant(I64, descriptor_bits(0, lbo, sbo, operand.tile.swizzle)))
     out = [descriptor]
     for k in ks[1:]:
         start, _ = operand.tile.block_start(operand.op_idx, 0, k)
@@ -149,7 +149,7 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
         # Warpgroup g reads A's rows 64g..64g+63 of each block: 64 rows further in a K-major tile,
         # one slab further in an M-major one (a slab is 64 elements of the contiguous dim).
         _, a_k_major = a_op.tile.block_start(0, 0, 0)
-        a_group_bytes = ROWS_PER_GROUP * 128 if a_op.tile.inner == 1 else a_op.tile.slab_bytes
+        a_group_bytes = ROWS_PER_GROUP * a_op.tile.swizzle if a_op.tile.inner == 1 else a_op.tile.slab_bytes
         m_group = self.b.urem(group, llir.Constant(I32, groups_m)) if warps_n > 1 else group
         a_group_extra = self.b.mul(m_group, llir.Constant(I32, a_group_bytes))
     else:
@@ -253,11 +253,17 @@ def wait_for_wgmma(self, values, pending: int) -> list:
 # ------------------------------------------------------------------------ operands staged by the dot
 
 def staged_tile(self, value: ir.Value, inner=None):
-    """The `WgmmaTile` `value` (16-bit, 2-D) is staged into: contiguous along `inner` when given (a B
-    whose dot's warpgroups split N needs it K-major), else along the dim its registers run along
-    longest, among those whose length is whole 128-byte slabs; None when none fits."""
+    """The `WgmmaTile` `value` (2-D) is staged into: contiguous along `inner` when given (a B whose
+    dot's warpgroups split N needs it K-major; fp8, which wgmma reads K-major only, always gives
+    it), else along the dim its registers run along longest, among those whose length is whole
+    128-byte slabs; None when none fits."""
     from tilejit.gpu.llvm.convert import _run_length
+
+    from .matrix_units import FP8
+    from .shared_operands import operand_tile
     t = value.type
+    if t.rank == 2 and str(ir.element_type(t)) in FP8:
+        return operand_tile(tuple(t.shape), inner, 1) if inner is not None else None
     if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
         return None
     layout = self.layout(t)
@@ -277,29 +283,67 @@ def stage_operand(self, value: ir.Value, readers: int, inner=None):
     from tilejit.gpu.llvm.scalar_ops import llvm_type
 
     from .shared_dot import LLVMArith, store_matrices, store_plan, write_tile
-    from .shared_operands import ATOM_BYTES
     tile = staged_tile(self, value, inner)
     layout = self.layout(value.type)
-    vec = _run_length(layout, tile.inner, 8)
+    eb = tile.elem_bytes
+    vec = _run_length(layout, tile.inner, 16 // eb)
+    start, region = _reserve_staged(self, tile, readers)
+    elem_ty = llvm_type(value.type)
+    values, a = self.get(value), LLVMArith(self.b)
+    stores = store_plan(self, layout, tile) if eb == 2 else None   # stmatrix moves 16-bit elements
+    if stores is not None:
+        store_matrices(self, tile, stores, layout, values, elem_ty, start // 2)
+    else:
+        coords = self.element_coords(layout)
+        write_tile(self, values, layout, vec, elem_ty,
+                   lambda r0: self.smem_region_ptr(elem_ty, a.value(a.add(start // eb, tile.offset(a, coords[r0])))),
+                   eb)
+    _publish_staged(self)
+    return tile, region
+
+
+def _reserve_staged(self, tile: WgmmaTile, readers: int):
+    """(start byte, region) of a 1024-byte aligned stretch of the scratch for `tile`, reserved until
+    `readers` dots have read it; after a barrier (the scratch's previous user is done with it)."""
+    from .shared_operands import ATOM_BYTES
     start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
     glob = self.smem_base(start - self.scratch_offset + tile.nbytes)
     glob.align = max(glob.align or 0, ATOM_BYTES)
     region = [self.scratch_offset, readers, start]
     self.staged_regions.append(region)
     self.scratch_offset = start + tile.nbytes
-    elem_ty = llvm_type(value.type)
-    values, a = self.get(value), LLVMArith(self.b)
-    self.isa.barrier(self.b)   # the scratch's previous user is done with it
-    stores = store_plan(self, layout, tile)
-    if stores is not None:
-        store_matrices(self, tile, stores, layout, values, elem_ty, start // 2)
-    else:
-        coords = self.element_coords(layout)
-        write_tile(self, values, layout, vec, elem_ty,
-                   lambda r0: self.smem_region_ptr(elem_ty, a.value(a.add(start // 2, tile.offset(a, coords[r0])))))
+    self.isa.barrier(self.b)
+    return start, region
+
+
+def _publish_staged(self) -> None:
+    """Make the generic-proxy stores of a staged tile visible to wgmma (the async proxy) and to every
+    warp."""
     _asm(self.b, llir.VoidType(), "fence.proxy.async.shared::cta;", "~{memory}", [])
     self.isa.barrier(self.b)
-    return tile, region
+
+
+def stage_transposed(self, src_tile, src_base: object, span, readers: int):
+    """Rewrite the N-major fp8 B tile `src_tile` at byte `src_base` (an int or i32; in the bytes
+    `span`, a pipeline's ring buffer) K-major into a `WgmmaTile` of the scratch
+    (`shared_operands.ByteTranspose`: 4 x 4 bytes a thread, `prmt` in between); returns the operand,
+    its region kept until `readers` dots have read it (`release_staged`)."""
+    from .shared_dot import LLVMArith
+    from .shared_operands import ByteTranspose, transpose_words
+    plan = ByteTranspose(tuple(src_tile.shape), self.num_warps)
+    start, region = _reserve_staged(self, plan.dst, readers)
+    a, i8 = LLVMArith(self.b), llir.IntType(8)
+
+    def permute(x, y, selector):
+        return _asm(self.b, I32, f"prmt.b32 $0, $1, $2, {selector:#x};", "=r,r,r", [x, y])
+    for rnd in range(plan.rounds):
+        k0, n0 = plan.block(a, self.lane, self.warp, rnd)
+        words = [self.b.load(self.smem_region_ptr(i8, a.value(a.add(src_base, off)), span), typ=I32, align=4)
+                 for off in plan.reads(a, k0, n0)]
+        for off, word in zip(plan.writes(a, k0, n0), transpose_words(words, permute)):
+            self.b.store(word, self.smem_region_ptr(i8, a.value(a.add(start, off))), align=4)
+    _publish_staged(self)
+    return WgmmaOperand(plan.dst, start, 1)
 
 
 def release_staged(self, operand: WgmmaOperand) -> None:
