@@ -1,5 +1,5 @@
 """Tensor-core dots beyond f16/bf16 on NVIDIA: fp32 with inputPrecision tf32 (mma.sync m16n8k8 .tf32),
-int8 -> int32 (m16n8k32 .s8) and fp8 e4m3/e5m2 (upcast to f16 exactly, m16n8k16), cross-compiled for
+int8 -> int32 (m16n8k32 .s8) and fp8 e4m3/e5m2 (upcast to f16 exactly, m16n8k16; wgmma on sm_90), cross-compiled for
 sm_80 and sm_90: the registers each call packs against the PTX ISA fragments, the instruction in the
 PTX, and ptxas accepting the code without spills. (The GPU results: tests/nvidia/test_mma_dtypes_gpu.py.)"""
 import re
@@ -102,9 +102,16 @@ def _compile(case, arch, BM, BN, BK, warps):
 def test_dot_uses_the_tensor_core_instruction_without_spills(case, arch, BM, BN, BK, warps, tmp_path):
     ptx = _compile(case, arch, BM, BN, BK, warps).asm["ptx"]
     instrs = set(re.findall(r"(?:mma\.sync|wgmma\.mma_async)[\w.]*", ptx))
-    assert instrs == {CASES[case][3]}
-    calls_per_k16 = {"tf32": 2, "s8": 0.5}.get(case, 1)
-    assert ptx.count(CASES[case][3]) == (BM // 16) * (BN // 8) * (BK // 16) * calls_per_k16 // warps
+    if arch == 90 and case in ("e4m3", "e5m2"):
+        # sm_90: wgmma, both tiles staged K-major by the loop-free dot; per warpgroup's m64 block one
+        # k32 instruction per 32 of K
+        instr = f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.{case}.{case}"
+        assert instrs == {instr}
+        assert ptx.count(instr) == BM // (16 * warps) * (BK // 32)
+    else:
+        assert instrs == {CASES[case][3]}
+        calls_per_k16 = {"tf32": 2, "s8": 0.5}.get(case, 1)
+        assert ptx.count(CASES[case][3]) == (BM // 16) * (BN // 8) * (BK // 16) * calls_per_k16 // warps
     (tmp_path / "k.ptx").write_text(ptx)
     out = subprocess.run([ptxas(), f"-arch=sm_{arch}{'a' if arch == 90 else ''}", "-v", str(tmp_path / "k.ptx"),
                           "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
