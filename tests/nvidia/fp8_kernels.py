@@ -16,3 +16,22 @@ def fp8_tile_dots(x_ptr, y_ptr, w_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, 
         w = tl.load(w_ptr + on[:, None] * N + on[None, :])
         z = tl.dot(z.to(w.dtype), w)
     tl.store(z_ptr + om[:, None] * N + on[None, :], z)
+
+
+@tilejit.jit
+def fp8_strided_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A K loop over fp8 tiles of any operand major (the strides pick it), K masked."""
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
+    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :], acc)

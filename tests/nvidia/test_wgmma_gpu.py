@@ -49,6 +49,29 @@ def test_wgmma_matmul_matches_torch(dtype, a_t, b_t, BM, BN, BK, warps):
     assert "wgmma.mma_async" in ck.asm["ptx"]   # every operand major here is pipelined into wgmma
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("BM,BN,BK,warps", [(128, 128, 64, 8), (64, 64, 64, 8), (128, 256, 128, 8), (64, 64, 32, 4)])
+def test_fp8_wgmma_matmul_in_every_operand_major(dtype, a_t, b_t, BM, BN, BK, warps):
+    """fp8 wgmma reads K-major tiles only: an A stored along M or a B along N is copied as it is and
+    rewritten K-major every iteration (`ByteTranspose`); K of 64 / 32 bytes on the narrower
+    swizzles; 8 warps on 64 rows split N. Values against torch at the tensor core's reduced-precision
+    accumulation (about 2^-13 of the partial sums)."""
+    fp8 = getattr(torch, dtype)
+    torch.manual_seed(6)
+    M, N, K = 2 * BM, 2 * BN, 3 * BK + 16
+    a = (torch.randn(K, M, device="cuda") * 2).to(fp8).t() if a_t else (torch.randn(M, K, device="cuda") * 2).to(fp8)
+    b = (torch.randn(N, K, device="cuda") * 2).to(fp8).t() if b_t else (torch.randn(K, N, device="cuda") * 2).to(fp8)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                                 BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
+    ptx = ck.asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    assert ("prmt.b32" in ptx) == (a_t or not b_t)   # a rewrite where an operand is not K-major
+    ref = a.double() @ b.double()
+    torch.testing.assert_close(c.double(), ref, rtol=0, atol=8e-3 * ref.abs().max().item())
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("a_t", [False, True])
 @pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 64, 64, 4), (128, 128, 64, 8), (64, 256, 32, 4)])

@@ -102,13 +102,15 @@ def _loaded_k_major(op: ir.Operation, name: str, k_dim: int) -> bool:
     return bool(order) and order[0] == k_dim
 
 
-def _fp8_b_rewritable(dot: DotSite) -> bool:
-    """An fp8 B loaded along N in the dot's block whose tile `ByteTranspose` rewrites K-major."""
+def _fp8_rewritable(dot: DotSite, op_idx: int) -> bool:
+    """An fp8 operand loaded along its non-K dim in the dot's block (B along N, A along M) whose tile
+    `ByteTranspose` rewrites K-major (viewed as [K, non-K])."""
     from .shared_operands import ByteTranspose
-    load = _block_load(dot.op, "b")
+    load = _block_load(dot.op, "ab"[op_idx])
     order = getattr(load.results[0].type.encoding, "order", None) if load is not None else None
-    K, N = dot.shape[2], dot.shape[1]
-    return bool(order) and order[0] == 1 and ByteTranspose((K, N), dot.num_warps).fits()
+    M, N, K = dot.shape
+    non_k = (M, N)[op_idx]
+    return bool(order) and order[0] == op_idx and ByteTranspose((K, non_k), dot.num_warps).fits()
 
 
 class MmaSync(MatrixUnit):
@@ -140,15 +142,15 @@ class Wgmma(MatrixUnit):
             # tile); otherwise the well-trodden mma.sync layout rather than version 3 without wgmma.
             # A tf32 operand loaded along M or N is transposed by its copies (one cp.async of 4 bytes
             # an element, `pipeline.wgmma_copy`); fp8 elements are too small for that: an fp8 B
-            # loaded along N is rewritten K-major in shared memory every iteration
+            # loaded along N (or A along M) is rewritten K-major in shared memory every iteration
             # (`shared_operands.ByteTranspose`), as Triton does.
             # fp8 K of 64 or 32 bytes takes the narrower swizzles (`shared_operands.operand_tile`).
             # Outside loops the dot stages both fp8 operands K-major (`wgmma.stage_operand`).
             if kind == "fp8":
                 K = dot.shape[2]
                 tiles = operand_tile((M, K), 1, 1) is not None and operand_tile((K, N), 0, 1) is not None
-                loaded = tiles and (not in_loop(dot.op) or _loaded_k_major(dot.op, "a", 1)
-                                    and (_loaded_k_major(dot.op, "b", 0) or _fp8_b_rewritable(dot)))
+                loaded = tiles and (not in_loop(dot.op) or (_loaded_k_major(dot.op, "a", 1) or _fp8_rewritable(dot, 0))
+                                    and (_loaded_k_major(dot.op, "b", 0) or _fp8_rewritable(dot, 1)))
             else:
                 loaded = (dot.shape[2] * 4 % 128 == 0 and _loaded_in_block(dot.op, "a", 1)
                           and _loaded_in_block(dot.op, "b", 0))

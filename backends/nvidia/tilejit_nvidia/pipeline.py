@@ -196,18 +196,21 @@ def wgmma_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int):
 
 
 def fp8_transposed_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int, num_warps: int) -> bool:
-    """Whether an fp8 B load that runs along N (a row-major [K, N] matrix: wgmma reads fp8 K-major
-    only, and `cp.async` cannot transpose 1-byte elements) is copied N-major into its ring buffer
-    and rewritten K-major for each iteration's wgmma (`shared_operands.ByteTranspose`)."""
+    """Whether an fp8 operand load that runs along its non-K dim (B of a row-major [K, N] matrix, A of
+    a column-major [M, K] one: wgmma reads fp8 K-major only, and `cp.async` cannot transpose 1-byte
+    elements) is copied as it is into its ring buffer and rewritten K-major for each iteration's
+    wgmma (`shared_operands.ByteTranspose`, on A's transposed view)."""
     from .shared_operands import ByteTranspose
-    if op_idx != 1 or element_bytes(load) != 1:
+    if element_bytes(load) != 1:
         return False
     inner, vec = copy_vector(analysis, load)
-    return inner == 1 and vec >= 4 and ByteTranspose(tuple(load.results[0].type.shape), num_warps).fits()
+    shape = tuple(load.results[0].type.shape)
+    k_major_view = shape if op_idx == 1 else shape[::-1]   # [K, non-K]
+    return inner == 1 - wgmma_k_dim(op_idx) and vec >= 4 and ByteTranspose(k_major_view, num_warps).fits()
 
 
 def transposed_for_wgmma(analysis: AxisAnalysis, load: ir.Operation, num_warps: int) -> bool:
-    """Whether a pipelinable load is an fp8 wgmma B its dot reads from a K-major rewrite of its
+    """Whether a pipelinable load is an fp8 wgmma operand its dot reads from a K-major rewrite of its
     buffer (`fp8_transposed_copy`), not from the buffer itself."""
     convert = _dot_operand_convert(load)
     if convert is None or element_bytes(load) != 1:

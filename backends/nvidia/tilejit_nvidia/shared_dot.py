@@ -316,7 +316,8 @@ class _Buffer:
         inner, self.vec = copy_vector(self_.analysis, load)
         self.elem_bytes = element_bytes(load)
         self.wgmma = wgmma
-        # an fp8 B copied N-major, which each iteration rewrites K-major for wgmma (`stage_transposed`)
+        # an fp8 operand copied along its non-K dim, which each iteration rewrites K-major for wgmma
+        # (`stage_transposed`)
         self.rewritten = rewritten
         # No dot-operand conversion of its own: the tile is read back in the load's layout, each
         # thread the vectors it copied (`read_back`), and computed on before its conversion.
@@ -453,10 +454,11 @@ def _wgmma_converts(self, pipe, rewritten=None):
         if b_found is None and not b_rewritten and not _staged_by_the_dot(self, op.operands[1]):
             continue
         a_found = fitting(op.operands[0])
-        if a_found is None and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
+        a_rewritten = a_found is None and _rewritten_for_wgmma(self, pipe, op.operands[0])
+        if a_found is None and not a_rewritten and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
             continue   # fp8 / tf32: wgmma takes A from registers only for 16-bit types here
-        if b_rewritten and rewritten is not None:
-            rewritten.add(id(op.operands[1].owner))
+        if rewritten is not None:
+            rewritten.update(id(v.owner) for v, r in ((op.operands[0], a_rewritten), (op.operands[1], b_rewritten)) if r)
         for found in (b_found, a_found):
             if found is not None:
                 chosen[id(found[1])] = found[2]
@@ -464,7 +466,7 @@ def _wgmma_converts(self, pipe, rewritten=None):
 
 
 def _rewritten_for_wgmma(self, pipe, operand) -> bool:
-    """Whether dot operand `operand` converts a pipelined fp8 B load the loop rewrites K-major."""
+    """Whether dot operand `operand` converts a pipelined fp8 load the loop rewrites K-major."""
     from .pipeline import transposed_for_wgmma
     convert = operand.owner
     return (any(conv is convert for conv in pipe.converts) and _feeds_only_dots(operand) and len(operand.uses) == 1
@@ -780,7 +782,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             from .wgmma import stage_transposed
             base = a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes))
             self.staged_operands[id(inner.results[0])] = stage_transposed(
-                self, buf.tile, base, ring, len(inner.results[0].uses))
+                self, buf.tile, base, ring, len(inner.results[0].uses), inner.results[0].type.encoding.op_idx)
             return True
         if buf.wgmma:
             from .wgmma import WgmmaOperand
