@@ -102,7 +102,7 @@ def test_error_in_helper_points_into_helper():
     err = info.value
     assert "return different types" in err.message
     # Triton's tests read the message without its location as `error_message` (test_const)
-    assert err.error_message == err.message and err.error_message.startswith("Return type mismatch: ")
+    assert err.error_message == err.message and err.error_message.startswith("Inconsistent return types: ")
     assert "bad_kernels.py" in str(err) and "bad_kernels.py" not in err.error_message
     lines, first = inspect.getsourcelines(bk.helper_typed.fn)
     assert first <= err.line < first + len(lines)

@@ -250,7 +250,8 @@ class StatementsMixin:
     def finish_returning_if(self, node, cond, then_block, then_ret, else_block, else_ret):
         (then_vals, then_tree), (else_vals, else_tree) = then_ret, else_ret
         if then_tree != else_tree or [v.type for v in then_vals] != [v.type for v in else_vals]:
-            raise TypeError("Return type mismatch: the branches of this 'if' return different types: "
+            # Triton's wording ("Inconsistent return types"), which its test_const matches
+            raise TypeError("Inconsistent return types: the branches of this 'if' return different types: "
                             f"{[str(v.type) for v in then_vals]} and {[str(v.type) for v in else_vals]}")
         results = self.emit_if(cond, then_block, then_vals, else_block, else_vals, True)
         self.emit_return(self.rebuild_returned(then_tree, results) if then_tree != "none" else None, node)
