@@ -247,3 +247,18 @@ def test_transpose_without_dims_errors(device, op, message):
     with pytest.raises(tilejit.TritonError) as info:
         _bad_trans_kernel[(1,)](device.zeros(32, np.float32), OP=op)
     assert message in str(info.value)
+
+
+@tilejit.jit
+def _keep_dims_min_into_indexed_scalar_pointer(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    """Triton's test_reduce with keep_dims and no axis: the scalar output pointer is indexed
+    `[None, None, :]` to the [1, 1] shape of the reduction (':' past the rank does nothing)."""
+    z = tl.min(_load_2d(x_ptr, M, N), axis=None, keep_dims=True)
+    tl.store(z_ptr[None, None, :], z)
+
+
+def test_colon_past_the_rank_is_accepted_as_in_triton(device):
+    x = RNG.standard_normal((8, 16)).astype(np.float32)
+    out = device.zeros(1, np.float32)
+    _keep_dims_min_into_indexed_scalar_pointer[(1,)](device.tensor(x), out, M=8, N=16)
+    np.testing.assert_array_equal(device.numpy(out), [x.min()])

@@ -33,6 +33,9 @@ PIPELINED = "ttg.pipelined"
 # into registers, along with the tiles' copies (`shared_dot.lower_pipelined_for`).
 PREFETCHED = "ttg.prefetched"
 NUM_STAGES = "ttg.num_stages"
+# 2 on a loop whose fp8 operand rewrites (`transposed_for_wgmma`) fit twice: the iterations write the
+# two tiles in turn, so that each dot may stay in flight while the next iteration rewrites.
+REWRITE_SLOTS = "ttg.rewrite_slots"
 # Of the target's shared memory (`TargetDescription.shared_memory`: 227 KiB a CTA on H100, 163 KiB on
 # A100), this much is left to the scratch that reductions and conversions use inside the loop; the
 # ring buffers of one loop may take the rest.
@@ -370,7 +373,7 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
         if not loads:
             continue
         per_stage = sum(op.results[0].type.numel * element_bytes(op) for op in loads)
-        # each iteration's K-major copies of fp8 B tiles take scratch beside the ring buffers
+        # the K-major rewrites of fp8 operand tiles lie beside the ring buffers
         rewritten = sum(op.results[0].type.numel for op in loads if transposed_for_wgmma(analysis, op, num_warps))
         while stages > 2 and per_stage * stages + rewritten > budget:
             stages -= 1
@@ -382,6 +385,8 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
         for op in _prefetchable_loads(loop, loads):
             op.attrs[PREFETCHED] = True
         loop.attrs[NUM_STAGES] = stages
+        if rewritten and per_stage * stages + 2 * rewritten <= budget:
+            loop.attrs[REWRITE_SLOTS] = 2
 
 
 def _reads_into(analysis: AxisAnalysis, load: ir.Operation, enc) -> bool:

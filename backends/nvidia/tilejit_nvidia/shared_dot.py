@@ -36,7 +36,7 @@ from tilejit.gpu.llvm.lowering import SCRATCH_END
 from tilejit.gpu.llvm.scalar_ops import llvm_type
 
 from .mma_sync import f64_form
-from .pipeline import copy_vector, element_bytes, loop_pipeline, wgmma_copy
+from .pipeline import REWRITE_SLOTS, copy_vector, element_bytes, loop_pipeline, wgmma_copy
 from .shared_operands import ATOM_BYTES, CHUNK_BYTES, IntArith, SwizzledTile, operand_tile, plan_ldmatrix
 
 I1 = llir.IntType(1)
@@ -665,11 +665,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     # operands, which each thread reads element by element (no ldmatrix): held up front, their
     # per-element shared addresses stay live too (bench/gpu.py's fp64 64x64x16 tile at 4 warps:
     # 209 registers against 168, 2 CTAs an SM instead of 3, 0.78x Triton against 0.88-0.91x).
-    eager = (not wgmma and all(element_bytes(load) != 8 for load in pipe.loads)
+    descriptors = bool(wgmma) or bool(rewritten)   # wgmma reads shared memory while it runs
+    eager = (not descriptors and all(element_bytes(load) != 8 for load in pipe.loads)
              and _eager_operand_registers(self, pipe) <= EAGER_OPERAND_REGISTERS)
     ring_stages = S - 1 if eager else S
     # wgmma's swizzle atoms must start 1024-byte aligned (the descriptors' base offset is 0).
-    align = ATOM_BYTES if wgmma else 128
+    align = ATOM_BYTES if descriptors else 128
     buffers, offset = [], (region_start + align - 1) // align * align
     # id(view convert) -> (buffer, tile, ldmatrix plan or None for wgmma): a read-back tile its dots
     # read in place, the transposed views through the transposed tile
@@ -687,8 +688,16 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             views.update((key, (buf, tile, plan)) for key, (tile, plan) in read_by_ldmatrix.items())
         buffers.append(buf)
         offset += (buf.nbytes + align - 1) // align * align
+    # The K-major rewrites of fp8 operands copied along M or N (`stage_transposed`): one tile each,
+    # or two that the iterations take in turn, so that a dot reading one stays in flight while the
+    # next iteration writes the other (`pipeline.REWRITE_SLOTS`).
+    rewrite_slots = int(op.attrs.get(REWRITE_SLOTS, 1))
+    for buf in buffers:
+        if buf.rewritten:
+            buf.rewrite_base, buf.rewrite_bytes = offset, buf.tile.nbytes
+            offset += (rewrite_slots * buf.tile.nbytes + align - 1) // align * align
     glob = self.smem_base(offset - region_start)
-    if wgmma:
+    if descriptors:
         glob.align = max(glob.align or 0, ATOM_BYTES)
     self.pipelined_mma = True
     self.scratch_offset = offset   # scratch users inside the loop go after the ring buffers
@@ -728,13 +737,17 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     read_stage.add_incoming(llir.Constant(I32, 0), pre)
     write_stage = self.b.phi(I32, name="write_stage")
     write_stage.add_incoming(llir.Constant(I32, (S - 1) % ring_stages), pre)
+    # which of two rewrite slots this iteration writes (and its dots read)
+    slot = self.b.phi(I32, name="rewrite_slot") if rewrite_slots == 2 and rewritten else None
+    if slot is not None:
+        slot.add_incoming(llir.Constant(I32, 0), pre)
     self.b.cbranch(self.b.icmp_signed("<", iv_phi, ub), body_bb, exit_bb)
 
     self.b.position_at_end(body_bb)
     self.isa.async_wait(self.b, S - 2)   # this iteration's tiles have landed (for this thread) ...
     self.isa.barrier(self.b)             # ... for every thread (and, with S buffers, the oldest is free)
     ahead = self.b.add(iv_phi, self.b.mul(step, llir.Constant(step.type, S - 1)))
-    in_flight = _async_wgmma_dots(body, wgmma) if wgmma else {}
+    in_flight = _async_wgmma_dots(body, {**wgmma, **dict.fromkeys(rewritten, False)} if slot is not None else wgmma)
 
     fetched_ahead = []   # the prefetched loads' values for iteration i+S-1
 
@@ -781,8 +794,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
         if buf.rewritten:
             from .wgmma import stage_transposed
             base = a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes))
-            self.staged_operands[id(inner.results[0])] = stage_transposed(
-                self, buf.tile, base, ring, len(inner.results[0].uses), inner.results[0].type.encoding.op_idx)
+            dst = buf.rewrite_base if slot is None else a.add(buf.rewrite_base, a.mul(slot, buf.rewrite_bytes))
+            self.wgmma_operands[id(inner.results[0])] = stage_transposed(
+                self, buf.tile, base, ring, a.value(dst) if slot is not None else dst,
+                inner.results[0].type.encoding.op_idx)
             return True
         if buf.wgmma:
             from .wgmma import WgmmaOperand
@@ -838,6 +853,8 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
                 p.add_incoming(v, latch)
     read_stage.add_incoming(next_read, latch)
     write_stage.add_incoming(next_write, latch)
+    if slot is not None:
+        slot.add_incoming(self.b.xor(slot, llir.Constant(I32, 1)), latch)
     self.b.branch(header)
 
     self.b.position_at_end(exit_bb)

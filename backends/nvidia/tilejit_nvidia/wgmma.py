@@ -325,18 +325,18 @@ def _publish_staged(self) -> None:
     self.isa.barrier(self.b)
 
 
-def stage_transposed(self, src_tile, src_base: object, span, readers: int, op_idx: int = 1):
+def stage_transposed(self, src_tile, src_base: object, span, dst_base: object, op_idx: int = 1):
     """Rewrite the fp8 tile `src_tile` of operand `op_idx`, stored along its non-K dim (B N-major,
     A M-major), at byte `src_base` (an int or i32; in the bytes `span`, a pipeline's ring buffer)
-    K-major into a `WgmmaTile` of the scratch (`shared_operands.ByteTranspose`, on A's transposed
-    view: 4 x 4 bytes a thread, `prmt` in between); returns the operand, its region kept until
-    `readers` dots have read it (`release_staged`)."""
+    K-major into the `WgmmaTile` at byte `dst_base` (1024-byte aligned; the loop's rewrite slot)
+    with `shared_operands.ByteTranspose` (on A's transposed view: 4 x 4 bytes a thread, `prmt` in
+    between); returns the operand. The loop's barrier after its copies have landed comes first:
+    by then every warpgroup's wgmmas that read the slot before are done."""
     from .shared_dot import LLVMArith
     from .shared_operands import ByteTranspose, transpose_words
     if op_idx == 0:   # A [M, K] stored along M is A^T [K, M] stored along M: B's case
         src_tile = src_tile.transposed()
     plan = ByteTranspose(tuple(src_tile.shape), self.num_warps)
-    start, region = _reserve_staged(self, plan.dst, readers)
     a, i8 = LLVMArith(self.b), llir.IntType(8)
 
     def permute(x, y, selector):
@@ -346,9 +346,9 @@ def stage_transposed(self, src_tile, src_base: object, span, readers: int, op_id
         words = [self.b.load(self.smem_region_ptr(i8, a.value(a.add(src_base, off)), span), typ=I32, align=4)
                  for off in plan.reads(a, k0, n0)]
         for off, word in zip(plan.writes(a, k0, n0), transpose_words(words, permute)):
-            self.b.store(word, self.smem_region_ptr(i8, a.value(a.add(start, off))), align=4)
+            self.b.store(word, self.smem_region_ptr(i8, a.value(a.add(dst_base, off))), align=4)
     _publish_staged(self)
-    return WgmmaOperand(plan.dst if op_idx == 1 else plan.dst.transposed(), start, op_idx)
+    return WgmmaOperand(plan.dst if op_idx == 1 else plan.dst.transposed(), dst_base, op_idx)
 
 
 def release_staged(self, operand: WgmmaOperand) -> None:

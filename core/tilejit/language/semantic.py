@@ -653,18 +653,16 @@ class Semantic(MemorySemanticMixin):
         slices = as_python_index(slices)
         if not isinstance(slices, (tuple, list)):
             slices = [slices]
-        result, dim, consumed = x, 0, 0
-        shape = list(x.type.shape) if x.type.is_block() else []
-        for s in slices:
+        # As Triton's `tensor.__getitem__`: index i of the subscript is position i of the result; None
+        # inserts a dim there, ':' keeps one and checks nothing, so a ':' past the rank is accepted
+        # (Triton's test_reduce indexes a scalar pointer as `Z[None, None, :]`, giving [1, 1]).
+        result = x
+        for dim, s in enumerate(slices):
             s = tl._unwrap_if_constexpr(s)
             if s is None:
                 result = self.expand_dims(result, dim)
-                dim += 1
             elif isinstance(s, slice) and s.start is None and s.stop is None and s.step is None:
-                if consumed >= len(shape):
-                    raise ValueError(f"too many indices for a tensor of rank {len(shape)}")
-                dim += 1
-                consumed += 1
+                pass
             else:
                 raise ValueError(f"unsupported tensor index {s!r}: only None and ':' are allowed")
         return result
