@@ -387,13 +387,13 @@ def test_fp8_column_major_a_is_rewritten_k_major_too():
     """An fp8 A stored along M (the weight gradient's X^T) is rewritten K-major like a row-major B:
     A^T [K, M] is B's case. With both rewritten, both tiles pass through `ByteTranspose`."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "nvidia"))
-    from fp8_kernels import fp8_strided_matmul
+    from wgmma_kernels import strided_matmul
     counts = {}
     for a_t, b_t in ((True, True), (True, False)):
         M, N, K = 256, 256, 208
         sam, sak = (1, M) if a_t else (K, 1)
         sbk, sbn = (1, K) if b_t else (N, 1)
-        ptx = fp8_strided_matmul.warmup("*fp8e4nv", "*fp8e4nv", "*fp32", M, N, K, sam, sak, sbk, sbn, N, BM=128, BN=128,
+        ptx = strided_matmul.warmup("*fp8e4nv", "*fp8e4nv", "*fp32", M, N, K, sam, sak, sbk, sbn, N, BM=128, BN=128,
                                         BK=64, num_warps=8, num_stages=3, grid=(1,), target="cuda:90").asm["ptx"]
         assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx and "mma.sync" not in ptx
         counts[b_t] = ptx.count("prmt.b32")
@@ -405,7 +405,7 @@ def test_fp8_dots_outside_loops_stage_both_operands_k_major():
     """Triton's test_dot fp8 chain-dot case: loop-free dots of fp8 tiles (B row-major, and A the
     first dot's result cast to fp8) stage both operands into K-major tiles and run wgmma."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "nvidia"))
-    from fp8_kernels import fp8_tile_dots
+    from wgmma_kernels import fp8_tile_dots
     ptx = fp8_tile_dots.warmup("*fp8e5", "*fp8e5", "*fp8e5", "*fp32", M=128, N=128, K=64, CHAIN=True, num_warps=4,
                                grid=(1,), target="cuda:90").asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2") == 2 * 2 + 2 * 4

@@ -4,33 +4,11 @@ tile (cp.async zero-fill), one or two m64 blocks per warpgroup, A through a desc
 registers. Skips where there is no Hopper GPU."""
 import pytest
 
-import tilejit
-import tilejit.language as tl
-from fp8_kernels import fp8_tile_dots
+from wgmma_kernels import fp8_tile_dots, strided_matmul
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs an sm_90 GPU", allow_module_level=True)
-
-
-@tilejit.jit
-def _mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
-        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, A_COMPUTED: tl.constexpr = False):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * sam + offs_k[None, :] * sak
-    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n[None, :] * sbn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
-        if A_COMPUTED:
-            a = a * 2 - 1   # no longer the loaded tile: wgmma reads A from registers
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK * sak
-        b_ptrs += BK * sbk
-    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :], acc)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -43,7 +21,7 @@ def test_wgmma_matmul_matches_torch(dtype, a_t, b_t, BM, BN, BK, warps):
     a = torch.randn(K, M, device="cuda", dtype=dtype).t() if a_t else torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(N, K, device="cuda", dtype=dtype).t() if b_t else torch.randn(K, N, device="cuda", dtype=dtype)
     c = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+    ck = strided_matmul[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                                  BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=5e-2)
     assert "wgmma.mma_async" in ck.asm["ptx"]   # every operand major here is pipelined into wgmma
@@ -63,7 +41,7 @@ def test_fp8_wgmma_matmul_in_every_operand_major(dtype, a_t, b_t, BM, BN, BK, wa
     a = (torch.randn(K, M, device="cuda") * 2).to(fp8).t() if a_t else (torch.randn(M, K, device="cuda") * 2).to(fp8)
     b = (torch.randn(N, K, device="cuda") * 2).to(fp8).t() if b_t else (torch.randn(K, N, device="cuda") * 2).to(fp8)
     c = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+    ck = strided_matmul[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                                  BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
     ptx = ck.asm["ptx"]
     assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
@@ -81,7 +59,7 @@ def test_wgmma_with_a_from_registers_matches_torch(dtype, a_t, BM, BN, BK, warps
     a = torch.randn(K, M, device="cuda", dtype=dtype).t() if a_t else torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(K, N, device="cuda", dtype=dtype)
     c = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+    ck = strided_matmul[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                                  BM=BM, BN=BN, BK=BK, A_COMPUTED=True, num_warps=warps, num_stages=3)
     # Past K, A reads 0 (so 2 * 0 - 1 = -1) but B reads 0: those products add nothing.
     torch.testing.assert_close(c, (a * 2 - 1).float() @ b.float(), rtol=1e-2, atol=1e-1)
@@ -98,7 +76,7 @@ def test_unpipelined_loop_runs_mma_sync_on_the_wgmma_layout(BM, warps):
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)
     c = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    ck = _mm[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+    ck = strided_matmul[(M // BM, N // BN)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                                  BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=1)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=5e-2)
     assert "versionMajor = 3" in ck.asm["ttgir"] and "mma.sync" in ck.asm["ptx"]

@@ -1,4 +1,5 @@
-"""fp8 kernels shared by the cross-compiled PTX tests (tests/gpu/test_wgmma.py) and the GPU tests."""
+"""wgmma kernels shared by the cross-compiled PTX tests (tests/gpu/test_wgmma.py) and the GPU tests
+(tests/nvidia/test_wgmma_gpu.py, which skips where there is no Hopper GPU)."""
 import tilejit
 import tilejit.language as tl
 
@@ -19,9 +20,10 @@ def fp8_tile_dots(x_ptr, y_ptr, w_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr, 
 
 
 @tilejit.jit
-def fp8_strided_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
-                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """A K loop over fp8 tiles of any operand major (the strides pick it), K masked."""
+def strided_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, A_COMPUTED: tl.constexpr = False):
+    """A K loop over tiles of any operand major (the strides pick it), K masked; with A_COMPUTED, A
+    is no longer the loaded tile (wgmma reads it from registers)."""
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
@@ -31,6 +33,8 @@ def fp8_strided_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm,
     for k in range(0, tl.cdiv(K, BK)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        if A_COMPUTED:
+            a = a * 2 - 1   # no longer the loaded tile: wgmma reads A from registers
         acc = tl.dot(a, b, acc)
         a_ptrs += BK * sak
         b_ptrs += BK * sbk
