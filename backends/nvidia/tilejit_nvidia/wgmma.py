@@ -285,13 +285,20 @@ def stage_operand(self, value: ir.Value, readers: int, inner=None):
     from tilejit.gpu.llvm.scalar_ops import llvm_type
 
     from .shared_dot import LLVMArith, store_matrices, store_plan, write_tile
+    from .shared_operands import ATOM_BYTES
     tile = staged_tile(self, value, inner)
     layout = self.layout(value.type)
     eb = tile.elem_bytes
     vec = _run_length(layout, tile.inner, 16 // eb)
-    start, region = _reserve_staged(self, tile, readers)
+    start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
+    glob = self.smem_base(start - self.scratch_offset + tile.nbytes)
+    glob.align = max(glob.align or 0, ATOM_BYTES)
+    region = [self.scratch_offset, readers, start]
+    self.staged_regions.append(region)
+    self.scratch_offset = start + tile.nbytes
     elem_ty = llvm_type(value.type)
     values, a = self.get(value), LLVMArith(self.b)
+    self.isa.barrier(self.b)   # the scratch's previous user is done with it
     stores = store_plan(self, layout, tile) if eb == 2 else None   # stmatrix moves 16-bit elements
     if stores is not None:
         store_matrices(self, tile, stores, layout, values, elem_ty, start // 2)
@@ -302,20 +309,6 @@ def stage_operand(self, value: ir.Value, readers: int, inner=None):
                    eb)
     _publish_staged(self)
     return tile, region
-
-
-def _reserve_staged(self, tile: WgmmaTile, readers: int):
-    """(start byte, region) of a 1024-byte aligned stretch of the scratch for `tile`, reserved until
-    `readers` dots have read it; after a barrier (the scratch's previous user is done with it)."""
-    from .shared_operands import ATOM_BYTES
-    start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
-    glob = self.smem_base(start - self.scratch_offset + tile.nbytes)
-    glob.align = max(glob.align or 0, ATOM_BYTES)
-    region = [self.scratch_offset, readers, start]
-    self.staged_regions.append(region)
-    self.scratch_offset = start + tile.nbytes
-    self.isa.barrier(self.b)
-    return start, region
 
 
 def _publish_staged(self) -> None:
