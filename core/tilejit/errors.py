@@ -117,6 +117,15 @@ class CompileTimeAssertionFailure(CompilationError):
     """A `tl.static_assert` failed (Triton's `triton.compiler.errors.CompileTimeAssertionFailure`)."""
 
 
+class InterpretedCompileTimeAssertionFailure(InterpretedCompilationError, CompileTimeAssertionFailure):
+    """A failed `tl.static_assert` in a kernel compiled for the interpreter: both of the above."""
+
+
+class StaticAssertionError(AssertionError):
+    """Raised by `tl.static_assert` inside the frontend; reported as `CompileTimeAssertionFailure` at
+    the call's line, with no cause (as Triton reports it)."""
+
+
 class UnsupportedLanguageConstruct(CompilationError):
     """Kernel code uses Python that the JIT cannot compile (Triton's name)."""
 

@@ -21,7 +21,8 @@ from typing import Dict, List, Optional
 
 from .. import ir
 from .._constexpr import ConstexprFunction
-from ..errors import CompilationError, InterpretedCompilationError
+from ..errors import (CompilationError, CompileTimeAssertionFailure, InterpretedCompilationError,
+                      InterpretedCompileTimeAssertionFailure, StaticAssertionError)
 from ..language import core as tl
 from ..language.semantic import Semantic
 from ..language.structure import as_python_index, slice as tl_slice, tuple as tl_tuple
@@ -129,7 +130,10 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         self.scope: Dict[str, object] = {}
         self.pending_annotations: Dict[str, object] = {}  # `name: tl.constexpr` declared, not yet assigned
         self.globals = dict(fn.__globals__)
+        # module globals declared `NAME: tl.constexpr = value` (newer Triton reads these as constexprs)
+        self.global_annotations = dict(fn.__globals__.get("__annotations__", None) or {})
         closure = getattr(fn.fn, "__closure__", None)
+        self.captured = set(fn.fn.__code__.co_freevars) if closure else set()
         if closure:
             for name, cell in zip(fn.fn.__code__.co_freevars, closure):
                 try:
@@ -148,12 +152,15 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         return ir.Location(self.file, self.line_offset + node.lineno, node.col_offset + 1 + self.col_offset,
                            self.fn.__name__)
 
-    def error(self, node, message: str) -> CompilationError:
+    def error(self, node, message: str, static_assert: bool = False) -> CompilationError:
         line = self.line_offset + node.lineno if hasattr(node, "lineno") else None
         col = node.col_offset + 1 + self.col_offset if hasattr(node, "col_offset") else None
         # On the interpreter a compile error is also an InterpreterError, as Triton's interpreter reports it.
-        error_class = InterpretedCompilationError if getattr(self.ctx.target, "backend", None) == "interpreter" \
-            else CompilationError
+        interpreted = getattr(self.ctx.target, "backend", None) == "interpreter"
+        if static_assert:
+            error_class = InterpretedCompileTimeAssertionFailure if interpreted else CompileTimeAssertionFailure
+        else:
+            error_class = InterpretedCompilationError if interpreted else CompilationError
         return error_class(message, self.file, line, col, kernel=self.fn.__name__)
 
     def visit(self, node):
@@ -178,8 +185,10 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                 raise self.error(node, str(exc)) from None
             raise self.error(node, "this code is nested too deeply to compile (an expression or calls nested "
                                    "thousands of levels deep); split it into several statements") from None
+        except StaticAssertionError as exc:   # Triton's CompileTimeAssertionFailure, without a cause
+            raise self.error(node, str(exc), static_assert=True) from None
         except Exception as exc:  # every user or semantic error: report once, at this node
-            message = str(exc) or type(exc).__name__
+            message = "; ".join([str(exc) or type(exc).__name__] + list(getattr(exc, "__notes__", ())))
             if isinstance(exc, (KeyError, AttributeError, IndexError, NameError, ZeroDivisionError)):
                 message = f"{type(exc).__name__}: {message}"
             raise self.error(node, message) from exc
@@ -306,9 +315,14 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             if isinstance(value, (tl.constexpr, tl.dtype)) or is_jit_function(value) or callable(value) or \
                     inspect.ismodule(value) or value is None:
                 return wrap(value)
+            if name not in self.captured and _is_constexpr_annotation(self.global_annotations.get(name)):
+                return tl.constexpr(value)
+            if name in self.captured:   # Triton's wording for a captured variable ("X is not defined")
+                raise NameError(f"{name} is not defined in the kernel: a variable captured from the enclosing "
+                                f"function can be used only when it is a tl.constexpr (`{name} = tl.constexpr(...)`)")
             raise NameError(f"cannot access global variable '{name}' from within a @jit function: only "
-                            f"tl.constexpr globals (e.g. `{name} = tl.constexpr(...)`), modules, types and "
-                            f"functions can be used")
+                            f"tl.constexpr globals (`{name} = tl.constexpr(...)` or `{name}: tl.constexpr = ...`), "
+                            f"modules, types and functions can be used")
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise NameError(f"name '{name}' is not defined")
@@ -754,6 +768,16 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
 
 
 _LIBRARY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_constexpr_annotation(annotation) -> bool:
+    """Whether a module-level annotation declares a constexpr: `tl.constexpr` itself, or its text
+    under `from __future__ import annotations` ("tl.constexpr", "triton.language.constexpr", ...)."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, str):
+        return annotation.split(".")[-1] == "constexpr"
+    return annotation is tl.constexpr
 
 
 def _in_library(path) -> bool:

@@ -500,7 +500,8 @@ def static_assert(cond, msg="", _semantic=None):
         raise TypeError("static_assert needs a compile-time (constexpr) condition; use tl.device_assert "
                         "for runtime values")
     if not cond:
-        raise AssertionError(f"static_assert failed: {_unwrap_if_constexpr(msg)}")
+        from ..errors import StaticAssertionError
+        raise StaticAssertionError(f"static_assert failed: {_unwrap_if_constexpr(msg)}")
 
 
 @builtin

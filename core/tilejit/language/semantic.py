@@ -7,6 +7,8 @@ parts live in `semantic_memory.py` (a mixin) to keep each file readable.
 """
 from __future__ import annotations
 
+import warnings
+
 import numbers
 from typing import List, Optional
 
@@ -669,7 +671,18 @@ class Semantic(MemorySemanticMixin):
 
     # -- elementwise builtins ---------------------------------------------------------------------
     def where(self, cond, x, y):
-        cond = self.cast(self.to_tensor(cond), tl.int1)
+        cond = self.to_tensor(cond)
+        if cond.type.scalar != tl.int1:
+            # Triton's deprecation warning (its test_compile_errors expects it); the condition is
+            # still converted to bool (nonzero)
+            message = ("tl.where with a non-boolean condition is deprecated and will error out in a future "
+                       f"triton release. Got {cond.type.scalar}")
+            loc = self.builder.loc   # the user's line
+            if loc is not None and getattr(loc, "file", None) and getattr(loc, "line", None):
+                warnings.warn_explicit(message, UserWarning, loc.file, loc.line)
+            else:
+                warnings.warn(message, stacklevel=2)
+        cond = self.cast(cond, tl.int1)
         x, y = self.binary_operands(x, y, True, True)
         cond, x, y = self.broadcast_all(cond, x, y)
         return self.create("arith.select", [cond, x, y], x.type)

@@ -47,6 +47,14 @@ def _lookup(table: dict, key, what: str) -> str:
     return table[key]
 
 
+
+def _noted(exc: Exception, note: str) -> Exception:
+    """`exc` with `note` attached (PEP 678's `__notes__`, set directly: `add_note` is Python 3.11+):
+    `str(exc)` stays the message Triton's tests compare exactly, and the compile error built from it
+    shows the note too."""
+    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
+    return exc
+
 class MemorySemanticMixin:
     # -- program ids and ranges -------------------------------------------------------------------
     def program_id(self, axis) -> tl.tensor:
@@ -67,8 +75,8 @@ class MemorySemanticMixin:
         if start >= end:
             raise ValueError(f"arange's end argument ({end}) must be greater than the start argument ({start})")
         n = end - start
-        if n & (n - 1):
-            raise ValueError(f"arange's range must be a power of 2, got {n} (end {end} - start {start})")
+        if n & (n - 1):   # Triton's message; the numbers in a note (the compile error shows notes)
+            raise _noted(ValueError("arange's range must be a power of 2"), f"got {n} (end {end} - start {start})")
         if n > tl.TILEJIT_MAX_TENSOR_NUMEL:
             raise ValueError(f"arange's range ({n}) exceeds the maximum tensor numel ({tl.TILEJIT_MAX_TENSOR_NUMEL})")
         if start < 0 or end > 2**31 - 1:
@@ -83,9 +91,9 @@ class MemorySemanticMixin:
         if isinstance(shape, int):
             shape = [shape]
         shape = [_const_int(s, "each dimension of a shape") for s in shape]
-        for s in shape:
-            if s <= 0 or s & (s - 1):
-                raise ValueError(f"shape {shape}: each dimension must be a power of 2")
+        for i, s in enumerate(shape):
+            if s <= 0 or s & (s - 1):   # (newer) Triton's message, the shape in a note
+                raise _noted(ValueError(f"Shape element {i} must be a power of 2"), f"shape {shape}")
         value = tl._unwrap_if_constexpr(value)
         if dtype.is_fp8e4b15() and not isinstance(value, tl.tensor):
             # No float constant of an i8 type: make the float32 constant and convert its bits.
@@ -560,6 +568,9 @@ class MemorySemanticMixin:
                 raise TypeError(f"dot: fp64 operands accumulate in fp64, got a {acc.type.scalar} accumulator")
             ret_ty = acc.type
         imprecise = tl._unwrap_if_constexpr(max_num_imprecise_acc) or 0
+        K = sa[-1]
+        if imprecise > K and ta.is_fp8() and tb.is_fp8():   # Triton's check and message
+            raise ValueError(f"max_num_imprecise_acc ({imprecise}) must be <= K ({K})")
         # Triton's attribute names: `inputPrecision = tf32, maxNumImpreciseAcc = 0`.
         return self.create("tt.dot", [a, b, acc], ret_ty,
                            {"inputPrecision": precision, "maxNumImpreciseAcc": int(imprecise)})
