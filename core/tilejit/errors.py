@@ -37,12 +37,16 @@ class CompilationError(TilejitError):
     """A kernel could not be compiled; points at the user's source line."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 col: int | None = None, source_line: str | None = None, kernel: str | None = None):
+                 col: int | None = None, source_line: str | None = None, kernel: str | None = None,
+                 position: tuple | None = None):
         self.message = message
         self.file = file
         self.line = line
         self.col = col
         self.kernel = kernel
+        # (line, column) in the function's own numbering, as Triton prints it: line 1 is the `def`,
+        # columns count from 0 in the dedented source ("at 2:4:"); None where unknown
+        self.position = position
         self.source_line = source_line if source_line is not None else (
             linecache.getline(file, line).rstrip("\n") if file and line else None)
         super().__init__(self._render())
@@ -63,6 +67,8 @@ class CompilationError(TilejitError):
     def _render(self) -> str:
         head = f"in kernel '{self.kernel}': " if self.kernel else ""
         context = format_source_context(self.file, self.line, self.col, self.source_line)
+        if context and getattr(self, "position", None):
+            context = f"{self.position[0]}:{self.position[1]}: {context}"
         return f"{head}{self.message}" + (f"\n  at {context}" if context else "")
 
 
@@ -101,9 +107,11 @@ class InterpretedCompilationError(CompilationError, InterpreterError):
     as `CompilationError`. Code written for either catches this one."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None,
-                 col: int | None = None, source_line: str | None = None, kernel: str | None = None):
+                 col: int | None = None, source_line: str | None = None, kernel: str | None = None,
+                 position: tuple | None = None):
         self.program_id = None
         self.message, self.file, self.line, self.col, self.kernel = message, file, line, col, kernel
+        self.position = position
         self.source_line = source_line if source_line is not None else (
             linecache.getline(file, line).rstrip("\n") if file and line else None)
         TilejitError.__init__(self, self._render())

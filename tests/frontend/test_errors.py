@@ -96,6 +96,21 @@ def test_bad_kernel(kernel, sig, consts, fragment):
     assert str(err).count(" at ") >= 1 and "CompilationError" not in err.message
 
 
+@pytest.mark.parametrize("kernel,sig,consts,fragment", CASES[:12], ids=[c[0].__name__ for c in CASES[:12]])
+def test_bad_kernel_position_is_also_given_as_triton_numbers_it(kernel, sig, consts, fragment):
+    """Besides file:line:col, the message names the place as Triton does, "at 2:4:": line 1 is the
+    `def` (below the decorators), columns count from 0 in the dedented source (Triton's
+    test_compile_errors looks for that text)."""
+    with pytest.raises(CompilationError) as info:
+        ASTSource(kernel, sig, consts).make_ir(None, None)
+    err = info.value
+    lines, first = inspect.getsourcelines(kernel.fn)
+    def_index = next(i for i, text in enumerate(lines) if text.lstrip().startswith("def "))
+    indent = len(lines[def_index]) - len(lines[def_index].lstrip())
+    assert err.position == (err.line - (first + def_index) + 1, err.col - 1 - indent)
+    assert f"at {err.position[0]}:{err.position[1]}: {err.file}:{err.line}:{err.col}" in str(err)
+
+
 def test_error_in_helper_points_into_helper():
     with pytest.raises(CompilationError) as info:
         ASTSource(bk.helper_mismatched_returns, {"p": "*fp32", "flag": "i32"}, {}).make_ir(None, None)

@@ -123,6 +123,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         self.ctx = ctx
         self.file = source_file(fn)
         self.line_offset = fn.starting_line_number - 1
+        self.def_line = 1   # the `def`'s line in fn.src (`parse` reads it)
         first = linecache.getline(self.file, fn.starting_line_number)
         self.col_offset = len(first) - len(first.lstrip()) if first.strip() else 0
         self.builder = ir.Builder()
@@ -161,7 +162,8 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             error_class = InterpretedCompileTimeAssertionFailure if interpreted else CompileTimeAssertionFailure
         else:
             error_class = InterpretedCompilationError if interpreted else CompilationError
-        return error_class(message, self.file, line, col, kernel=self.fn.__name__)
+        position = (node.lineno - self.def_line + 1, node.col_offset) if hasattr(node, "col_offset") else None
+        return error_class(message, self.file, line, col, kernel=self.fn.__name__, position=position)
 
     def visit(self, node):
         if node is None:
@@ -208,6 +210,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         fdef = tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise CompilationError("a @jit function must be a plain 'def'", self.file, self.line_offset + 1, 1)
+        self.def_line = fdef.lineno   # (below its decorators)
         return fdef
 
     def generate(self, func_name: str, bindings: Dict[str, object], runtime_params: List[tuple],
