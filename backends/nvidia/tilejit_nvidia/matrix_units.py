@@ -149,8 +149,9 @@ class Wgmma(MatrixUnit):
             if kind == "fp8":
                 K = dot.shape[2]
                 tiles = operand_tile((M, K), 1, 1) is not None and operand_tile((K, N), 0, 1) is not None
-                loaded = tiles and (not in_loop(dot.op) or (_loaded_k_major(dot.op, "a", 1) or _fp8_rewritable(dot, 0))
-                                    and (_loaded_k_major(dot.op, "b", 0) or _fp8_rewritable(dot, 1)))
+                loaded = tiles and (not in_loop(dot.op)
+                                    or ((_loaded_k_major(dot.op, "a", 1) or _fp8_rewritable(dot, 0))
+                                        and (_loaded_k_major(dot.op, "b", 0) or _fp8_rewritable(dot, 1))))
             else:
                 loaded = (dot.shape[2] * 4 % 128 == 0 and _loaded_in_block(dot.op, "a", 1)
                           and _loaded_in_block(dot.op, "b", 0))

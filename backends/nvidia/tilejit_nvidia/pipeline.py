@@ -36,6 +36,9 @@ NUM_STAGES = "ttg.num_stages"
 # 2 on a loop whose fp8 operand rewrites (`transposed_for_wgmma`) fit twice: the iterations write the
 # two tiles in turn, so that each dot may stay in flight while the next iteration rewrites.
 REWRITE_SLOTS = "ttg.rewrite_slots"
+# On a pipelined fp8 operand load its dot reads from a K-major rewrite of its buffer
+# (`transposed_for_wgmma`): decided here, where the shared memory is budgeted, and read by the lowering.
+REWRITTEN = "ttg.rewritten_k_major"
 # Of the target's shared memory (`TargetDescription.shared_memory`: 227 KiB a CTA on H100, 163 KiB on
 # A100), this much is left to the scratch that reductions and conversions use inside the loop; the
 # ring buffers of one loop may take the rest.
@@ -374,7 +377,8 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
             continue
         per_stage = sum(op.results[0].type.numel * element_bytes(op) for op in loads)
         # the K-major rewrites of fp8 operand tiles lie beside the ring buffers
-        rewritten = sum(op.results[0].type.numel for op in loads if transposed_for_wgmma(analysis, op, num_warps))
+        to_rewrite = [op for op in loads if transposed_for_wgmma(analysis, op, num_warps)]
+        rewritten = sum(op.results[0].type.numel for op in to_rewrite)
         while stages > 2 and per_stage * stages + rewritten > budget:
             stages -= 1
         if per_stage * stages + rewritten > budget:
@@ -382,6 +386,8 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
         _read_operands_from_buffers(analysis, body, loads)
         for op in loads:
             op.attrs[PIPELINED] = True
+        for op in to_rewrite:
+            op.attrs[REWRITTEN] = True
         for op in _prefetchable_loads(loop, loads):
             op.attrs[PREFETCHED] = True
         loop.attrs[NUM_STAGES] = stages

@@ -450,11 +450,11 @@ def _wgmma_converts(self, pipe, rewritten=None):
         if not isinstance(enc, NvidiaMmaEncoding) or enc.version_major != 3:
             continue
         b_found = fitting(op.operands[1])
-        b_rewritten = b_found is None and _rewritten_for_wgmma(self, pipe, op.operands[1])
+        b_rewritten = b_found is None and _rewritten_for_wgmma(pipe, op.operands[1])
         if b_found is None and not b_rewritten and not _staged_by_the_dot(self, op.operands[1]):
             continue
         a_found = fitting(op.operands[0])
-        a_rewritten = a_found is None and _rewritten_for_wgmma(self, pipe, op.operands[0])
+        a_rewritten = a_found is None and _rewritten_for_wgmma(pipe, op.operands[0])
         if a_found is None and not a_rewritten and str(ir.element_type(op.operands[0].type)) not in ("f16", "bf16"):
             continue   # fp8 / tf32: wgmma takes A from registers only for 16-bit types here
         if rewritten is not None:
@@ -465,12 +465,13 @@ def _wgmma_converts(self, pipe, rewritten=None):
     return chosen
 
 
-def _rewritten_for_wgmma(self, pipe, operand) -> bool:
-    """Whether dot operand `operand` converts a pipelined fp8 load the loop rewrites K-major."""
-    from .pipeline import transposed_for_wgmma
+def _rewritten_for_wgmma(pipe, operand) -> bool:
+    """Whether dot operand `operand` converts a pipelined fp8 load the loop rewrites K-major (marked
+    by the pipeline pass, `pipeline.REWRITTEN`) and is that dot's alone."""
+    from .pipeline import REWRITTEN
     convert = operand.owner
-    return (any(conv is convert for conv in pipe.converts) and _feeds_only_dots(operand) and len(operand.uses) == 1
-            and transposed_for_wgmma(self.analysis, convert.operands[0].owner, self.num_warps))
+    return (any(conv is convert for conv in pipe.converts) and len(operand.uses) == 1 and _feeds_only_dots(operand)
+            and bool(convert.operands[0].owner.attrs.get(REWRITTEN)))
 
 
 def _staged_by_the_dot(self, operand) -> bool:
@@ -647,7 +648,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     S = pipe.stages
     body = op.regions[0].blocks[0]
     region_start = self.scratch_offset
-    rewritten = set()   # ids of the fp8 B converts read from a K-major rewrite of their buffer
+    rewritten = set()   # ids of the fp8 operand converts read from a K-major rewrite of their buffer
     wgmma = _wgmma_converts(self, pipe, rewritten)
     if any(element_bytes(load) not in (2, 8) and conv is not None and id(conv) not in wgmma
            and id(conv) not in rewritten for load, conv in zip(pipe.loads, pipe.converts)):
@@ -796,8 +797,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
             base = a.value(a.mul(buf.stage_base(a, read_stage), buf.elem_bytes))
             dst = buf.rewrite_base if slot is None else a.add(buf.rewrite_base, a.mul(slot, buf.rewrite_bytes))
             self.wgmma_operands[id(inner.results[0])] = stage_transposed(
-                self, buf.tile, base, ring, a.value(dst) if slot is not None else dst,
-                inner.results[0].type.encoding.op_idx)
+                self, buf.tile, base, ring, dst, inner.results[0].type.encoding.op_idx)
             return True
         if buf.wgmma:
             from .wgmma import WgmmaOperand

@@ -7,9 +7,8 @@ parts live in `semantic_memory.py` (a mixin) to keep each file readable.
 """
 from __future__ import annotations
 
-import warnings
-
 import numbers
+import warnings
 from typing import List, Optional
 
 from .. import ir

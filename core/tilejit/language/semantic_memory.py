@@ -47,13 +47,13 @@ def _lookup(table: dict, key, what: str) -> str:
     return table[key]
 
 
-
 def _noted(exc: Exception, note: str) -> Exception:
     """`exc` with `note` attached (PEP 678's `__notes__`, set directly: `add_note` is Python 3.11+):
     `str(exc)` stays the message Triton's tests compare exactly, and the compile error built from it
     shows the note too."""
     exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
     return exc
+
 
 class MemorySemanticMixin:
     # -- program ids and ranges -------------------------------------------------------------------
