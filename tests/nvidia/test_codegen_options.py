@@ -152,29 +152,39 @@ def _wgmma_matmul_llir(tmp_path, block_n=256, unaligned=()) -> str:
     return tilejit.compile(src, target="cuda:90", options=dict(num_warps=8, num_stages=3)).asm["llir"]
 
 
-def _copies_read_advanced_pointers(ptx: str) -> bool:
-    """In the main loop, is every cp.async's global address a loop-carried pointer: a register whose
-    definitions in the loop (through moves) only add to itself?"""
+def _copy_address_offsets(ptx: str) -> int:
+    """How many loop-carried offsets the main loop's cp.async addresses use, when every address is
+    one sum, formed in the loop, of a pointer from before the loop and such an offset (a register the
+    loop only adds to) and the loop moves no pointer; else an AssertionError."""
     loop = ptx[ptx.index("$L__BB0_2:"):ptx.index("$L__BB0_3:")]
-    same: dict[str, str] = {}
-
-    def root(reg):
-        while same.get(reg, reg) != reg:
-            reg = same[reg]
-        return reg
-    for dst, src in re.findall(r"mov\.b64\s+(%rd\d+), (%rd\d+);", loop):
-        same[root(dst)] = root(src)
+    assert "mov.b64" not in loop
+    sums = {dst: (a, b) for dst, a, b in re.findall(r"add\.s64\s+(%rd\d+), (%rd\d+), (%?\w+);", loop)}
     addresses = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[(%rd\d+)\]", loop)
     assert len(addresses) == 12
+    offsets = set()
     for address in addresses:
-        for dst, a, b in re.findall(r"add\.s64\s+(%rd\d+), (%\w+), (%?\w+);", loop):
-            if root(dst) == root(address) and root(a) != root(address) and root(b) != root(address):
-                return False
-    return True
+        base, offset = sums[address]
+        if base in sums:
+            base, offset = offset, base
+        assert base not in sums and sums[offset][0] == offset   # invariant + self-advancing
+        offsets.add(offset)
+    return len(offsets)
 
 
-def test_pipelined_copies_advance_their_pointers(tmp_path, monkeypatch):
+def test_pipelined_copies_read_a_base_plus_one_offset_a_tile(tmp_path, monkeypatch):
     llir = _wgmma_matmul_llir(tmp_path)
-    assert _copies_read_advanced_pointers(toolchain.llir_to_ptx(llir, 90))
-    _without(monkeypatch, "-disable-lsr")   # LLVM's loop strength reduction forms them again
-    assert not _copies_read_advanced_pointers(toolchain.llir_to_ptx(llir, 90))
+    assert _copy_address_offsets(toolchain.llir_to_ptx(llir, 90)) == 2   # A's and B's
+    _without(monkeypatch, "-disable-lsr")   # LLVM's loop strength reduction carries one per row of A
+    assert _copy_address_offsets(toolchain.llir_to_ptx(llir, 90)) > 2
+
+
+def test_pipelined_copies_advance_their_pointers_under_a_two_cta_register_cap(tmp_path):
+    # the 128x128 tile's ring fits twice in shared memory, so the kernel asks for two CTAs an SM
+    # (128 registers a thread): the pointers advance in place, no base and offset beside them
+    ptx = toolchain.llir_to_ptx(_wgmma_matmul_llir(tmp_path, block_n=128), 90)
+    assert ".minnctapersm 2" in ptx
+    loop = ptx[ptx.index("$L__BB0_2:"):ptx.index("$L__BB0_3:")]
+    addresses = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[(%rd\d+)\]", loop)
+    assert len(addresses) == 8 and "mov.b64" not in loop
+    for address in addresses:
+        assert re.search(rf"add\.s64\s+{address}, {address}, ", loop), address

@@ -64,6 +64,49 @@ class LoopPipeline:
     # them, so the normal pass does not advance them (no second set of pointers in registers).
     dead_carries: Set[int] = field(default_factory=set)
 
+    def copy_operand_ops(self) -> List[ir.Operation]:
+        """The slice ops the loads' own operands (addresses, masks) read within one iteration, in
+        body order; the other slice ops only compute the next iteration's values (the pointers'
+        advances)."""
+        chosen = {id(op) for op in self.slice_ops}
+        needed, work = set(), [v for op in self.loads + self.prefetched for v in op.operands]
+        while work:
+            owner = work.pop().owner
+            if isinstance(owner, ir.Operation) and id(owner) in chosen and id(owner) not in needed:
+                needed.add(id(owner))
+                work.extend(owner.operands)
+        return [op for op in self.slice_ops if id(op) in needed]
+
+    def uniform_advances(self) -> dict:
+        """{iter-arg index: the advance} of the slice's pointer tiles that every iteration moves by
+        one amount for all their elements (`a_ptrs += BLOCK_K * stride_ak`: a `tt.addptr` of the
+        argument and a splat). The lookahead then keeps such a tile as its pointers before the loop
+        plus one byte offset (`shared_dot.lower_pipelined_for`)."""
+        body = self.loop.regions[0].blocks[0]
+        yield_op = body.ops[-1]
+        found = {}
+        for k in self.slice_args:
+            arg = body.args[k + 1]
+            step = yield_op.operands[k].owner
+            if (isinstance(arg.type, ir.TensorType) and isinstance(step, ir.Operation)
+                    and step.name == "tt.addptr" and step.operands[0] is arg
+                    and _is_splat(step.operands[1])):
+                found[k] = step.operands[1]
+        return found
+
+
+def _is_splat(v: ir.Value) -> bool:
+    """A tile with one value in every element: a `tt.splat`, or a constant holding one value."""
+    owner = v.owner
+    if not isinstance(owner, ir.Operation):
+        return False
+    if owner.name == "tt.splat":
+        return True
+    value = owner.attrs.get("value") if owner.name == "arith.constant" else None
+    if isinstance(value, ir.DenseAttr):
+        return len(set(value.values)) == 1
+    return isinstance(value, (int, float))
+
 
 def _is_zero_constant(v: ir.Value) -> bool:
     owner = v.owner
