@@ -187,6 +187,23 @@ def _to_artifact(stage: str, output, kernel: str):
 
 # --- the compiled kernel ------------------------------------------------------------------------
 
+class KernelMetadata(dict):
+    """A compiled kernel's metadata: a dict (JSON-safe, what the launcher and the cache read) whose
+    entries are also attributes, as the fields of Triton's `KernelMetadata` namedtuple are
+    (`kernel.metadata.shared`, `kernel.metadata.num_warps`, `kernel.metadata._asdict()`)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"kernel metadata has no field {name!r}") from None
+
+    def _asdict(self) -> dict:
+        return dict(self)
+
+
 class AsmDict(dict):
     """`CompiledKernel.asm`: each stage's artifact, and on first use what the kernel's backend derives
     from them (`derived_asm(name, asm)`; Triton's `asm["sass"]`, the disassembled cubin). A name
@@ -225,7 +242,7 @@ class CompiledKernel:
         self.jit_function = None  # set by the JIT: its `launch_metadata` function feeds the hooks
         self.name = metadata.get("name", src_name)
         self.target = target
-        self.metadata = metadata
+        self.metadata = KernelMetadata(metadata)
         self.asm = AsmDict(asm, target)
         self.hash = metadata.get("hash")
         # Seconds each stage took when this process compiled the kernel ({} when it came from the

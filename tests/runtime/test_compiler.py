@@ -61,6 +61,15 @@ def test_disk_cache_hit_runs_no_stage(fake):
     assert second.metadata["shared"] == 128
 
 
+def test_metadata_fields_are_attributes_too(fake):
+    # Triton's metadata is a namedtuple: `kernel.metadata.shared`, `._asdict()`
+    kernel = compiler.compile(_source(), target="fake")
+    assert kernel.metadata.shared == kernel.metadata["shared"] == 128
+    assert kernel.metadata._asdict()["shared"] == 128
+    with pytest.raises(AttributeError, match="no field 'n_nothing'"):
+        kernel.metadata.n_nothing
+
+
 def test_always_compile_ignores_both_caches(fake, monkeypatch):
     compiler.compile(_source(), target="fake")
     monkeypatch.setenv("TILEJIT_ALWAYS_COMPILE", "1")

@@ -5,9 +5,12 @@ layout. Two things make that fast:
 - the *inner* dim of the shared buffer is the destination's most contiguous dim (the side that reads
   more often: dot operands are read by several warps), so runs of registers that are consecutive
   along it move as one vector access of up to 16 bytes, on both sides when the layouts agree;
-- each inner row is padded by 16 bytes, so the rows that the lanes of a warp touch at once start in
-  different banks (a 128-byte row would otherwise put every row in the same banks: an 8-way
-  conflict for mma fragments) while vector accesses stay aligned.
+- each inner row is padded, so the rows that the lanes of a warp touch at once start in different
+  banks (a 128-byte row would otherwise put every row in the same banks: an 8-way conflict for mma
+  fragments) while vector accesses stay aligned. The padding is the one whose accesses, simulated
+  for a warp on both sides, take the fewest shared-memory wavefronts (`_padding`): 16 bytes suits
+  16-byte accesses, but an mma accumulator's 8-byte pairs, four lanes to a row, need rows 32
+  bytes apart.
 """
 from __future__ import annotations
 
@@ -44,13 +47,69 @@ def _inner_dim(layout: LinearLayout) -> int:
     return best
 
 
-# A conversion whose buffer would pass this many bytes goes through shared memory in rounds (below).
+# A conversion whose buffer would pass this many bytes, and the shared memory the kernel already
+# holds, goes through shared memory in rounds (below).
 CHUNK_BYTES = 64 * 1024
+BANKS, BANK_BYTES = 32, 4
 
 
-def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: int, runs=(1, 1)):
+def _wavefronts(addresses, access_bytes: int) -> int:
+    """Shared-memory wavefronts of warp accesses: `addresses` [accesses, 32 lanes] in bytes, each
+    lane reading or writing `access_bytes`. The hardware serves a 16-byte access a quarter-warp at a
+    time and an 8-byte one a half-warp at a time; within such a phase each bank serves one 4-byte
+    word a wavefront (lanes on the same word share it)."""
+    import numpy as np
+    words_per_lane = max(1, access_bytes // BANK_BYTES)
+    lanes_per_phase = addresses.shape[1] // words_per_lane
+    words = addresses // BANK_BYTES
+    words = (words[:, :, None] + np.arange(words_per_lane)).reshape(-1, lanes_per_phase * words_per_lane)
+    words = np.sort(words, axis=1)
+    distinct = np.ones(words.shape, bool)
+    distinct[:, 1:] = words[:, 1:] != words[:, :-1]
+    per_bank = np.zeros((words.shape[0], BANKS), np.int64)
+    np.add.at(per_bank, (np.repeat(np.arange(words.shape[0]), words.shape[1]), (words % BANKS).ravel()),
+              distinct.ravel())
+    return int(per_bank.max(axis=1).sum())
+
+
+def _warp_addresses(layout: LinearLayout, vec: int, element_address):
+    """[vector accesses, lanes] byte addresses of warp 0's accesses of `vec` registers each (the
+    other warps' differ by a constant, which shifts every lane's bank alike)."""
+    import numpy as np
+    starts = range(0, layout.num_registers, vec)
+    regs = np.array([layout.coords(r, 0, 0) for r in starts], np.int64)                 # [G, rank]
+    lanes = np.array([layout.coords(0, lane, 0) for lane in range(layout.num_lanes)], np.int64)
+    coords = regs[:, None, :] ^ lanes[None, :, :]                                         # [G, L, rank]
+    return element_address([coords[..., d] for d in range(layout.rank)])
+
+
+def _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, default):
+    """Elements to pad each inner row by: the candidate (multiples of the widest vector, up to 128
+    bytes) whose two sides' accesses take the fewest wavefronts; `default` on a tie."""
+    if len(src.lanes) != 5 or len(dst.lanes) != 5:
+        return default   # not 32-lane warps: nothing to simulate against
+    unit = max(src_vec, dst_vec)
+    candidates = [default] + [p for p in [0] + [unit << k for k in range(8)]
+                              if p != default and p * elem_bytes <= 128]
+
+    def cost(pad):
+        pitch = shape[inner] + pad
+
+        def address(coords):
+            row = 0
+            for d in outer:
+                row = row * shape[d] + (coords[d] & (shape[d] - 1))
+            return (row * pitch + (coords[inner] & (shape[inner] - 1))) * elem_bytes
+        return (_wavefronts(_warp_addresses(src, src_vec, address), src_vec * elem_bytes)
+                + _wavefronts(_warp_addresses(dst, dst_vec, address), dst_vec * elem_bytes))
+    costs = {pad: cost(pad) for pad in candidates}
+    return min(candidates, key=lambda pad: (costs[pad], pad != default, pad))
+
+
+def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: int, runs=(1, 1),
+                limit: int = CHUNK_BYTES):
     """[(dim, bit), ...]: the top coordinate bits to convert one value of at a time, so that one
-    round's buffer fits in CHUNK_BYTES (or is as small as the qualifying bits make it); [] when the
+    round's buffer fits in `limit` bytes (or is as small as the qualifying bits make it); [] when the
     whole tensor fits.
 
     A bit qualifies when it is the next one down from the top of its dim and a register basis of
@@ -65,7 +124,7 @@ def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: 
             & {tuple(b) for b in dst.registers[(runs[1] - 1).bit_length():]})
     top = [(n - 1).bit_length() - 1 for n in shape]   # the top bit of each dim: the next candidate
     chosen = []
-    while total > CHUNK_BYTES:
+    while total > limit:
         best = None
         for d in range(len(shape)):
             if top[d] <= 0:
@@ -96,13 +155,18 @@ def convert_through_shared(self, src_value, dst_type):
     inner = _inner_dim(dst) if rank else 0
     src_vec = _run_length(src, inner, max_vec) if rank else 1
     dst_vec = _run_length(dst, inner, max_vec) if rank else 1
-    chunks = _chunk_bits(src, dst, full_shape, elem_bytes, (src_vec, dst_vec)) if rank else []
+    # Rounds only where the buffer would pass both CHUNK_BYTES and the shared memory the kernel holds
+    # already (a matmul's epilogue reuses its pipeline's buffers: 128x256 fp32 in one round, as Triton).
+    limit = max(CHUNK_BYTES, self.smem_bytes - self.scratch_offset)
+    chunks = _chunk_bits(src, dst, full_shape, elem_bytes, (src_vec, dst_vec), limit) if rank else []
     # One round's buffer: each chunk bit halves its dim (the coordinates keep their low bits).
     shape = list(full_shape)
     for d, _ in chunks:
         shape[d] //= 2
     outer = [d for d in range(rank) if d != inner]
     pad = max_vec if rank > 1 and shape[inner] * elem_bytes >= 64 else 0
+    if rank > 1:
+        pad = _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, pad)
     pitch = shape[inner] + pad if rank else 1
     rows = 1
     for d in outer:
