@@ -111,16 +111,20 @@ def test_bad_kernel_position_is_also_given_as_triton_numbers_it(kernel, sig, con
     assert f"at {err.position[0]}:{err.position[1]}: {err.file}:{err.line}:{err.col}" in str(err)
 
 
-def test_error_in_helper_points_into_helper():
+def test_error_in_helper_is_reported_at_the_call_caused_by_the_helpers_error():
+    """As Triton: the error names the call in the kernel; its cause, the line in the helper."""
     with pytest.raises(CompilationError) as info:
         ASTSource(bk.helper_mismatched_returns, {"p": "*fp32", "flag": "i32"}, {}).make_ir(None, None)
     err = info.value
-    assert "return different types" in err.message
     # Triton's tests read the message without its location as `error_message` (test_const)
-    assert err.error_message == err.message and err.error_message.startswith("Inconsistent return types: ")
+    assert err.error_message == err.message
+    assert err.error_message.startswith("in the call of 'helper_typed': Inconsistent return types: ")
     assert "bad_kernels.py" in str(err) and "bad_kernels.py" not in err.error_message
+    assert "helper_typed(flag)" in str(err)   # the call's line
+    inner = err.__cause__
+    assert isinstance(inner, CompilationError) and inner.error_message.startswith("Inconsistent return types: ")
     lines, first = inspect.getsourcelines(bk.helper_typed.fn)
-    assert first <= err.line < first + len(lines)
+    assert first <= inner.line < first + len(lines)
 
 
 def test_error_column_and_caret():
@@ -133,3 +137,38 @@ def test_error_column_and_caret():
 
 def test_too_many_cases():
     assert len(CASES) >= 40
+
+
+import tilejit  # noqa: E402
+import tilejit.language as tl  # noqa: E402
+
+
+@tilejit.jit
+def _branchy(n):
+    if n == 0:
+        return tl.arange(0, 4)
+    else:
+        return tl.arange(0, 8)   # the second return
+
+
+@tilejit.jit
+def _middle(n):
+    return _branchy(n) + 1
+
+
+@tilejit.jit
+def _calls_two_levels(n):
+    _middle(n)
+
+
+def test_each_level_of_calls_adds_one_link_pointing_at_its_call():
+    with pytest.raises(CompilationError) as info:
+        ASTSource(_calls_two_levels, {"n": "i32"}, {}).make_ir(None, None)
+    outer = info.value
+    middle, inner = outer.__cause__, outer.__cause__.__cause__
+    assert "_middle(n)" in str(outer) and "_branchy(n) + 1" in str(middle)
+    assert outer.message == "in the call of '_middle': " + inner.message   # the root message once
+    assert middle.message == "in the call of '_branchy': " + inner.message
+    # as Triton, the mismatch is reported at the second `return`
+    assert inner.message.startswith("Inconsistent return types") and "the second return" in str(inner)
+    assert inner.__cause__ is None

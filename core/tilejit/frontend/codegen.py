@@ -181,12 +181,23 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
             # point at the innermost user line instead.
             if _in_library(exc.file) and not _in_library(self.file):
                 raise self.error(node, exc.message) from exc
+            # An error inside a called @jit function of the user's: as Triton, an error at the call,
+            # caused by the callee's (each level of calls adds one to the chain).
+            callee = getattr(exc, "in_callee", None)
+            if callee is not None:
+                exc.in_callee = None
+                root = getattr(exc, "root_message", exc.message)   # the callee's own message, once
+                wrapped = self.error(node, f"in the call of '{callee}': {root}")
+                wrapped.root_message = root
+                raise wrapped from exc
             raise
         except RecursionError as exc:
             if "recursive call of @jit function" in str(exc):
                 raise self.error(node, str(exc)) from None
-            raise self.error(node, "this code is nested too deeply to compile (an expression or calls nested "
-                                   "thousands of levels deep); split it into several statements") from None
+            deep = self.error(node, "this code is nested too deeply to compile (an expression or calls nested "
+                                    "thousands of levels deep); split it into several statements")
+            deep.call_chain = False   # not wrapped at each of the thousands of calls
+            raise deep from None
         except StaticAssertionError as exc:   # Triton's CompileTimeAssertionFailure, without a cause
             raise self.error(node, str(exc), static_assert=True) from None
         except Exception as exc:  # every user or semantic error: report once, at this node
@@ -295,6 +306,7 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
         tensors, tree = self.return_leaves(value, node)
         if self.return_stack:
             self.return_stack[-1]["value"] = (tensors, tree)
+            self.return_stack[-1]["node"] = node
         else:
             if self.is_kernel and tensors:
                 raise TypeError(f"kernel '{self.fn.__name__}' must not return a value")
@@ -681,8 +693,13 @@ class CodeGenerator(StatementsMixin, PredicationMixin, ast.NodeVisitor):
                 callee.elementwise, callee.elementwise_shape = elementwise, elementwise_shape
                 suffix = "_elementwise" if elementwise else ""
                 name = self.ctx.unique_name(f"{fn.__name__}__{'_'.join(key_parts)}{suffix}")
-                func = callee.generate(name, bindings, runtime_params, public=False,
-                                       noinline=bool(getattr(fn, "noinline", False)))
+                try:
+                    func = callee.generate(name, bindings, runtime_params, public=False,
+                                           noinline=bool(getattr(fn, "noinline", False)))
+                except CompilationError as exc:
+                    if not _in_library(exc.file) and getattr(exc, "call_chain", True):
+                        exc.in_callee = fn.__name__   # `visit` wraps it at the call
+                    raise
                 self.ctx.module.body.append(func)
                 self.ctx.functions[key] = (name, callee.ret_types or [], callee.ret_tree or "none")
             finally:

@@ -168,7 +168,7 @@ class StatementsMixin:
         then_block, then_scope, then_ret = self.build_branch(node.body, before, returning)
         else_block, else_scope, else_ret = self.build_branch(node.orelse, before, returning)
         if returning:
-            self.finish_returning_if(node, cond, then_block, then_ret, else_block, else_ret)
+            self.finish_returning_if(node, cond, then_block, then_ret, else_block, else_ret, self.else_return)
             return None
         names = [n for n in then_scope if n in else_scope and
                  (then_scope[n] is not before.get(n) or else_scope[n] is not before.get(n))]
@@ -223,6 +223,7 @@ class StatementsMixin:
                 frame = self.return_stack[-1]
                 # A branch that falls off the end returns None.
                 ret = frame["value"] if frame["value"] is not None else ([], "none")
+                self.else_return = frame.get("node")   # the branch's `return` (read for the else branch)
         finally:
             if returning:
                 self.return_stack.pop()
@@ -247,12 +248,14 @@ class StatementsMixin:
                                  [ir.Region([then_block]), else_region])
         return [tl.tensor(r, v.type) for r, v in zip(op.results, then_t)]
 
-    def finish_returning_if(self, node, cond, then_block, then_ret, else_block, else_ret):
+    def finish_returning_if(self, node, cond, then_block, then_ret, else_block, else_ret, else_return=None):
         (then_vals, then_tree), (else_vals, else_tree) = then_ret, else_ret
         if then_tree != else_tree or [v.type for v in then_vals] != [v.type for v in else_vals]:
-            # Triton's wording ("Inconsistent return types"), which its test_const matches
-            raise TypeError("Inconsistent return types: the branches of this 'if' return different types: "
-                            f"{[str(v.type) for v in then_vals]} and {[str(v.type) for v in else_vals]}")
+            # Triton's wording ("Inconsistent return types"), which its test_const matches, at the
+            # else branch's `return` as Triton (at the `if` when that branch falls off the end)
+            raise self.error(else_return or node,
+                             "Inconsistent return types: the branches of this 'if' return different types: "
+                             f"{[str(v.type) for v in then_vals]} and {[str(v.type) for v in else_vals]}")
         results = self.emit_if(cond, then_block, then_vals, else_block, else_vals, True)
         self.emit_return(self.rebuild_returned(then_tree, results) if then_tree != "none" else None, node)
 
