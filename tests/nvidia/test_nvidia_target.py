@@ -67,3 +67,12 @@ def test_buffers_fit_the_arch_shared_memory():
     # 128x128 fp16 tiles of A and B: 64 KiB a stage. sm_80 offers 163 KiB a CTA (less a 32 KiB
     # scratch reserve): 2 stages of the 4 asked for.
     assert _stages_of(4, tile=128)[0] == 2
+
+
+def test_two_ctas_are_asked_for_only_where_registers_and_shared_memory_allow():
+    isa = NvidiaISA(90, 32)
+    assert isa.asks_two_ctas(256, 96 * 1024, True, carried_registers=64)        # matmul 128x128 fp32 acc
+    assert not isa.asks_two_ctas(256, 96 * 1024, True, carried_registers=128)   # 128x256: the cap itself
+    assert not isa.asks_two_ctas(256, 144 * 1024, True, carried_registers=64)   # two rings do not fit
+    assert not isa.asks_two_ctas(128, 96 * 1024, True, carried_registers=64)    # 4 warps: not needed
+    assert not isa.asks_two_ctas(256, 96 * 1024, False)                         # no pipelined dot

@@ -124,19 +124,23 @@ class NvidiaISA(TargetDescription):
         func.calling_convention = "ptx_kernel"
         add_string_attribute(func, "nvvm.maxntid", str(threads_per_block))
 
-    def asks_two_ctas(self, threads_per_block: int, shared_bytes: int, pipelined_mma: bool) -> bool:
+    def asks_two_ctas(self, threads_per_block: int, shared_bytes: int, pipelined_mma: bool,
+                      carried_registers: int = 0) -> bool:
         """Whether the kernel asks ptxas for two CTAs an SM (`.minnctapersm 2`), which caps a
         thread's registers at 32768 / `threads_per_block` (128 at 8 warps).
 
         A pipelined mma.sync loop of 8+ warps (matmul's 128x128x64 tile) takes ~160 registers a
         thread, so only one CTA fits on an SM and nothing hides the loop's latencies. Asking for two
         (a few spilled bytes) measured 262 -> 314 TFLOP/s on an H200. Only where two CTAs' shared
-        memory fits too."""
-        return pipelined_mma and threads_per_block >= 256 and 2 * shared_bytes <= _max_shared_bytes(self.arch)
+        memory fits too, and not where the loop's carried values alone reach the cap (a 128x256
+        fp32 accumulator at 8 warps is 128 registers a thread: ptxas refused the request, and each
+        such kernel was assembled twice)."""
+        return (pipelined_mma and threads_per_block >= 256 and 2 * shared_bytes <= _max_shared_bytes(self.arch)
+                and carried_registers < 32768 // threads_per_block)
 
     def finish_kernel(self, func: llir.Function, threads_per_block: int, shared_bytes: int,
-                      pipelined_mma: bool) -> None:
-        if self.asks_two_ctas(threads_per_block, shared_bytes, pipelined_mma):
+                      pipelined_mma: bool, carried_registers: int = 0) -> None:
+        if self.asks_two_ctas(threads_per_block, shared_bytes, pipelined_mma, carried_registers):
             add_string_attribute(func, "nvvm.minctasm", "2")
         # As Triton: libdevice flushes float32 denormals (`nvvm-reflect-ftz`), so `exp2` is one
         # `ex2.approx.ftz.f32` instead of ex2 wrapped in denormal scaling (a compare and two

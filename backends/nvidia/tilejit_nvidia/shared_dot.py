@@ -622,6 +622,12 @@ class _Lookahead:
         return out
 
 
+def _is_wide(value) -> bool:
+    """A 64-bit value (an i64, an f64): two 32-bit registers."""
+    t = value.type
+    return (isinstance(t, llir.IntType) and t.width == 64) or isinstance(t, llir.DoubleType)
+
+
 def _pointee_bytes(tile_type) -> int:
     from tilejit.gpu.llvm.scalar_ops import llvm_bits
     return max(1, llvm_bits(llvm_type(ir.element_type(tile_type).pointee)) // 8)
@@ -780,7 +786,12 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     # prologue: iterations 0 .. S-2
     threads = self.num_warps * self.warp_size
-    lookahead = _Lookahead(self, pipe, inits, offsets=not self.isa.asks_two_ctas(threads, offset, True))
+    # the registers of the values the loop carries besides pointers (its accumulators): pointer
+    # tiles are carried per copy, not per element, or not at all (`pipe.dead_carries`)
+    carried = sum(2 if _is_wide(v) else 1 for k, vals in enumerate(inits) if k not in pipe.dead_carries
+                  for v in vals if not isinstance(v.type, llir.PointerType))
+    self.pipelined_carried_registers = max(self.pipelined_carried_registers, carried)
+    lookahead = _Lookahead(self, pipe, inits, offsets=not self.isa.asks_two_ctas(threads, offset, True, carried))
     look = lookahead.start
     iv = lb
     ahead_values = []   # per prologue iteration, the prefetched loads' values

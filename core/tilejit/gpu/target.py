@@ -128,9 +128,10 @@ class TargetDescription(abc.ABC):
         """Make `func` a kernel entry point for `threads_per_block` threads."""
 
     def finish_kernel(self, func: llir.Function, threads_per_block: int, shared_bytes: int,
-                      pipelined_mma: bool) -> None:
+                      pipelined_mma: bool, carried_registers: int = 0) -> None:
         """Called once the kernel is lowered (its shared memory is known): targets may add
-        occupancy hints. `pipelined_mma`: the kernel has a pipelined matrix-unit loop."""
+        occupancy hints. `pipelined_mma`: the kernel has a pipelined matrix-unit loop;
+        `carried_registers`: the 32-bit registers a thread carries through it (its accumulators)."""
 
     # -- special registers ---------------------------------------------------------------------
     @abc.abstractmethod

@@ -107,6 +107,7 @@ class FunctionLowering(TensorOps):
         # k-step by k-step): `get` reads them whole for any other user.
         self.lazy_operands: Dict[int, object] = {}
         self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
+        self.pipelined_carried_registers = 0   # the most a pipelined loop carries (set there too)
         self.analysis = AxisAnalysis(func)
         self.smem_bytes = 0
         # Where the scratch of conversions and reductions starts: after the ring buffers of the
@@ -496,7 +497,8 @@ def lower_module(ttgir: ir.Module, isa: TargetDescription, num_warps: int, fp_fu
     cls = FunctionLowering if mixin is None else type(f"{mixin.__name__}Lowering", (mixin, FunctionLowering), {})
     lowering = cls(module, kernel, isa, num_warps, ttgir, fp_fusion)
     fn = lowering.lower()
-    lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma)
+    lowering.isa.finish_kernel(fn, num_warps * isa.warp_size, lowering.smem_bytes, lowering.pipelined_mma,
+                               lowering.pipelined_carried_registers)
     text = str(module)
     metadata = {
         "name": kernel.attrs["sym_name"],
