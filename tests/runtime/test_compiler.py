@@ -67,7 +67,7 @@ def test_metadata_fields_are_attributes_too(fake):
     assert kernel.metadata.shared == kernel.metadata["shared"] == 128
     assert kernel.metadata._asdict()["shared"] == 128
     with pytest.raises(AttributeError, match="no field 'n_nothing'"):
-        kernel.metadata.n_nothing
+        _ = kernel.metadata.n_nothing
 
 
 def test_always_compile_ignores_both_caches(fake, monkeypatch):
