@@ -16,6 +16,7 @@ while iteration i reads its tile with `ldmatrix` (Triton's multi-buffering, as i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import List, Optional, Set
 
 from tilejit import ir
@@ -64,6 +65,7 @@ class LoopPipeline:
     # them, so the normal pass does not advance them (no second set of pointers in registers).
     dead_carries: Set[int] = field(default_factory=set)
 
+    @cached_property
     def copy_operand_ops(self) -> List[ir.Operation]:
         """The slice ops the loads' own operands (addresses, masks) read within one iteration, in
         body order; the other slice ops only compute the next iteration's values (the pointers'
@@ -77,6 +79,7 @@ class LoopPipeline:
                 work.extend(owner.operands)
         return [op for op in self.slice_ops if id(op) in needed]
 
+    @cached_property
     def uniform_advances(self) -> dict:
         """{iter-arg index: the advance} of the slice's pointer tiles that every iteration moves by
         one amount for all their elements (`a_ptrs += BLOCK_K * stride_ak`: a `tt.addptr` of the

@@ -33,7 +33,7 @@ from tilejit.errors import CompilationError
 from tilejit.gpu.isa import I32
 from tilejit.gpu.llvm.convert import I64, _run_length
 from tilejit.gpu.llvm.lowering import SCRATCH_END
-from tilejit.gpu.llvm.scalar_ops import llvm_type
+from tilejit.gpu.llvm.scalar_ops import llvm_bits, llvm_type
 
 from .mma_sync import f64_form
 from .pipeline import REWRITE_SLOTS, copy_vector, element_bytes, loop_pipeline, wgmma_copy
@@ -532,7 +532,7 @@ def _issue_copies(self, pipe, buffers, stage, valid, span, skip=frozenset()):
     reads, and ptxas moved every such pair through a third register each iteration (a 128x256 fp8
     tile's loop: 24 moves for its 12 copies)."""
     a = LLVMArith(self.b)
-    first = pipe.copy_operand_ops()
+    first = pipe.copy_operand_ops
     for sop in first:
         self.lower_op(sop)
     fetched = []
@@ -590,7 +590,7 @@ class _Lookahead:
 
     def __init__(self, lowering, pipe, inits, offsets: bool):
         self.lowering, self.b = lowering, lowering.b
-        self.uniform = pipe.uniform_advances() if offsets else {}
+        self.uniform = pipe.uniform_advances if offsets else {}
         body = pipe.loop.regions[0].blocks[0]
         self.advance_ops = {id(body.ops[-1].operands[k].owner) for k in self.uniform
                             if len(body.ops[-1].operands[k].uses) == 1}   # only the yield reads it
@@ -629,7 +629,6 @@ def _is_wide(value) -> bool:
 
 
 def _pointee_bytes(tile_type) -> int:
-    from tilejit.gpu.llvm.scalar_ops import llvm_bits
     return max(1, llvm_bits(llvm_type(ir.element_type(tile_type).pointee)) // 8)
 
 
@@ -788,10 +787,11 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     threads = self.num_warps * self.warp_size
     # the registers of the values the loop carries besides pointers (its accumulators): pointer
     # tiles are carried per copy, not per element, or not at all (`pipe.dead_carries`)
-    carried = sum(2 if _is_wide(v) else 1 for k, vals in enumerate(inits) if k not in pipe.dead_carries
-                  for v in vals if not isinstance(v.type, llir.PointerType))
-    self.pipelined_carried_registers = max(self.pipelined_carried_registers, carried)
-    lookahead = _Lookahead(self, pipe, inits, offsets=not self.isa.asks_two_ctas(threads, offset, True, carried))
+    accumulators = sum(2 if _is_wide(v) else 1 for k, vals in enumerate(inits) if k not in pipe.dead_carries
+                       for v in vals if not isinstance(v.type, llir.PointerType))
+    self.pipelined_carried_registers = max(self.pipelined_carried_registers, accumulators)
+    two_ctas = self.isa.asks_two_ctas(threads, offset, True, accumulators)
+    lookahead = _Lookahead(self, pipe, inits, offsets=not two_ctas)
     look = lookahead.start
     iv = lb
     ahead_values = []   # per prologue iteration, the prefetched loads' values

@@ -165,10 +165,10 @@ class StatementsMixin:
         cond = self.scalar_condition(cond, "if")
         returning = contains_return(node.body) or contains_return(node.orelse)
         before = dict(self.scope)
-        then_block, then_scope, then_ret = self.build_branch(node.body, before, returning)
-        else_block, else_scope, else_ret = self.build_branch(node.orelse, before, returning)
+        then_block, then_scope, then_ret, _ = self.build_branch(node.body, before, returning)
+        else_block, else_scope, else_ret, else_return = self.build_branch(node.orelse, before, returning)
         if returning:
-            self.finish_returning_if(node, cond, then_block, then_ret, else_block, else_ret, self.else_return)
+            self.finish_returning_if(node, cond, then_block, then_ret, else_block, else_ret, else_return)
             return None
         names = [n for n in then_scope if n in else_scope and
                  (then_scope[n] is not before.get(n) or else_scope[n] is not before.get(n))]
@@ -216,21 +216,21 @@ class StatementsMixin:
         self.scope = dict(before)
         if returning:
             self.return_stack.append({"value": None})
+        ret = ret_node = None
         try:
             self.visit_statements(stmts)
-            ret = None
             if returning:
                 frame = self.return_stack[-1]
                 # A branch that falls off the end returns None.
                 ret = frame["value"] if frame["value"] is not None else ([], "none")
-                self.else_return = frame.get("node")   # the branch's `return` (read for the else branch)
+                ret_node = frame.get("node")
         finally:
             if returning:
                 self.return_stack.pop()
             self.terminated = False
             self.builder.block, self.builder.index = saved
         branch_scope, self.scope = self.scope, dict(before)
-        return block, branch_scope, ret
+        return block, branch_scope, ret, ret_node   # ret_node: the `return` that set `ret`, if any
 
     def to_block_tensors(self, block, values) -> List[tl.tensor]:
         saved = (self.builder.block, self.builder.index)

@@ -72,15 +72,15 @@ def _wavefronts(addresses, access_bytes: int) -> int:
     return int(per_bank.max(axis=1).sum())
 
 
-def _warp_addresses(layout: LinearLayout, vec: int, element_address):
-    """[vector accesses, lanes] byte addresses of warp 0's accesses of `vec` registers each (the
-    other warps' differ by a constant, which shifts every lane's bank alike)."""
+def _warp_coords(layout: LinearLayout, vec: int):
+    """Per dim, [vector accesses, lanes] coordinates of warp 0's accesses of `vec` registers each
+    (the other warps' addresses differ by a constant, which shifts every lane's bank alike)."""
     import numpy as np
     starts = range(0, layout.num_registers, vec)
     regs = np.array([layout.coords(r, 0, 0) for r in starts], np.int64)                 # [G, rank]
     lanes = np.array([layout.coords(0, lane, 0) for lane in range(layout.num_lanes)], np.int64)
     coords = regs[:, None, :] ^ lanes[None, :, :]                                         # [G, L, rank]
-    return element_address([coords[..., d] for d in range(layout.rank)])
+    return [coords[..., d] for d in range(layout.rank)]
 
 
 def _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, default):
@@ -88,9 +88,9 @@ def _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, defaul
     bytes) whose two sides' accesses take the fewest wavefronts; `default` on a tie."""
     if len(src.lanes) != 5 or len(dst.lanes) != 5:
         return default   # not 32-lane warps: nothing to simulate against
-    unit = max(src_vec, dst_vec)
-    candidates = [default] + [p for p in [0] + [unit << k for k in range(8)]
-                              if p != default and p * elem_bytes <= 128]
+    sides = [(_warp_coords(layout, vec), vec * elem_bytes) for layout, vec in ((src, src_vec), (dst, dst_vec))]
+    # A warp access of k words a lane takes at least k wavefronts (32 banks serve 32 words).
+    ideal = sum(coords[0].shape[0] * max(1, access // BANK_BYTES) for coords, access in sides)
 
     def cost(pad):
         pitch = shape[inner] + pad
@@ -100,10 +100,17 @@ def _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, defaul
             for d in outer:
                 row = row * shape[d] + (coords[d] & (shape[d] - 1))
             return (row * pitch + (coords[inner] & (shape[inner] - 1))) * elem_bytes
-        return (_wavefronts(_warp_addresses(src, src_vec, address), src_vec * elem_bytes)
-                + _wavefronts(_warp_addresses(dst, dst_vec, address), dst_vec * elem_bytes))
-    costs = {pad: cost(pad) for pad in candidates}
-    return min(candidates, key=lambda pad: (costs[pad], pad != default, pad))
+        return sum(_wavefronts(address(coords), access) for coords, access in sides)
+    best, best_cost = default, cost(default)
+    unit = max(src_vec, dst_vec)
+    for pad in [0] + [unit << k for k in range(8)]:
+        if best_cost == ideal:
+            break
+        if pad != default and pad * elem_bytes <= 128:
+            pad_cost = cost(pad)
+            if pad_cost < best_cost:
+                best, best_cost = pad, pad_cost
+    return best
 
 
 def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: int, runs=(1, 1),
