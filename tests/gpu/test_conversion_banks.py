@@ -76,3 +76,18 @@ def test_an_epilogue_conversion_reuses_the_pipeline_buffers_in_one_round(tmp_pat
     epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]
     assert len(re.findall(r"st\.shared\.v2\.\w+", epilogue)) == 64   # 128 values a thread, in pairs
     assert epilogue.count("bar.sync") <= 3   # before the writes, between writes and reads, at the end
+
+
+def test_an_epilogue_conversion_takes_more_shared_memory_where_occupancy_does_not_drop(tmp_path, monkeypatch):
+    """With BLOCK_K=32 the pipeline holds 72 KiB, less than the 128 KiB accumulator. The accumulator
+    alone is 128 registers a thread at 8 warps, so the SM runs one such CTA whatever its shared
+    memory: the conversion takes 132 KiB and one round (two before, with a barrier pair between)."""
+    monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
+    kernel = _matmul_f32_out.warmup("*fp16", "*fp16", "*fp32", 4096, BLOCK_K=32, num_warps=8, num_stages=3,
+                                    grid=(1,), target="cuda:90")
+    assert 128 * 1024 < kernel.metadata.shared <= 227 * 1024
+    ptx = kernel.asm["ptx"]
+    epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]
+    assert len(re.findall(r"st\.shared\.v2\.\w+", epilogue)) == 64
+    assert epilogue.count("bar.sync") <= 3
+    assert ".minnctapersm" not in ptx

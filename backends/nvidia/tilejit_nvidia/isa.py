@@ -92,6 +92,10 @@ class NvidiaISA(TargetDescription):
         return _max_shared_bytes(self.arch)
 
     @property
+    def registers_per_sm(self) -> int:
+        return 65536   # every sm_70+ SM: 64K 32-bit registers
+
+    @property
     def encoding_kinds(self):
         from .layouts import ENCODING_KINDS
         return ENCODING_KINDS

@@ -4,8 +4,9 @@ A backend subclasses `TargetDescription` (`tilejit_nvidia/isa.py`, `tilejit_amd/
 instance to the core's passes and lowering; the core asks only this object, so a new GPU is a new
 description, not a change to the core. Most of it is data:
 
-- `warp_size`, `shared_memory` (bytes a CTA may use on this arch), `supports_async_copy` (global ->
-  shared copies without registers exist), `max_num_warps`, `inline_asm_problem`;
+- `warp_size`, `shared_memory` (bytes a CTA may use on this arch), `registers_per_sm`,
+  `supports_async_copy` (global -> shared copies without registers exist), `max_num_warps`,
+  `inline_asm_problem`;
 - `matrix_units`: the matrix instructions `tt.dot` may use, best first (`MatrixUnit`): each says, for
   one dot, which result layout it gives (its register layout is a linear layout, `linear_layout.py`);
   `accelerate-matmul` takes the first that accepts the dot, else the FMA dot;
@@ -82,6 +83,12 @@ class TargetDescription(abc.ABC):
     def shared_memory(self) -> int:
         """Bytes of shared memory one CTA may use on this arch."""
         return 48 * 1024
+
+    @property
+    def registers_per_sm(self) -> Optional[int]:
+        """32-bit registers one SM (compute unit) shares among its CTAs' threads, for occupancy
+        estimates; None: unknown, and the core then keeps every estimate conservative."""
+        return None
 
     @property
     def supports_async_copy(self) -> bool:

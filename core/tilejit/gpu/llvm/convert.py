@@ -147,13 +147,36 @@ def _chunk_bits(src: LinearLayout, dst: LinearLayout, shape, bytes_per_element: 
     return chosen
 
 
+def _shared_within_occupancy(self, layout: LinearLayout, bits: int) -> int:
+    """Shared memory a CTA may take without lowering the occupancy its registers allow at best.
+
+    The values being converted alone hold this many 32-bit registers a thread, and a thread needs
+    some more (indices, addresses; registers come 8 a thread at a time), which bounds the CTAs an SM
+    can run; each of them may then have its share of the SM's shared memory. 0 where the target
+    does not say how many registers an SM has."""
+    registers_per_sm = self.isa.registers_per_sm
+    if not registers_per_sm:
+        return 0
+    values = -(-len(set(layout.register_offsets())) * bits // 32)
+    per_thread = (values + 8) // 8 * 8
+    ctas = registers_per_sm // (self.num_warps * self.warp_size * per_thread)
+    if ctas <= 1:
+        return self.isa.shared_memory
+    return self.isa.shared_memory // ctas - 1024   # NVIDIA keeps 1 KiB of the SM's per CTA
+
+
 def convert_through_shared(self, src_value, dst_type):
     """The registers of `dst_type`'s layout holding the tensor `src_value` (any two layouts)."""
-    src_t = src_value.type
-    full_shape = src_t.shape
+    return convert_registers(self, self.get(src_value), self.layout(src_value.type), dst_type)
+
+
+def convert_registers(self, values, src: LinearLayout, dst_type):
+    """The registers of `dst_type`'s layout holding the tensor whose registers `values` are laid out
+    by `src` (a layout of `dst_type`'s shape)."""
+    full_shape = dst_type.shape
     rank = len(full_shape)
-    src, dst = self.layout(src_t), self.layout(dst_type)
-    elem = llvm_type(src_t)
+    dst = self.layout(dst_type)
+    elem = llvm_type(dst_type)
     # Pointers travel as 64-bit integers (a carried pointer tensor may need another layout).
     is_ptr = isinstance(elem, llir.PointerType)
     store_ty = I8 if elem == I1 else I64 if is_ptr else elem
@@ -162,23 +185,39 @@ def convert_through_shared(self, src_value, dst_type):
     inner = _inner_dim(dst) if rank else 0
     src_vec = _run_length(src, inner, max_vec) if rank else 1
     dst_vec = _run_length(dst, inner, max_vec) if rank else 1
-    # Rounds only where the buffer would pass both CHUNK_BYTES and the shared memory the kernel holds
-    # already (a matmul's epilogue reuses its pipeline's buffers: 128x256 fp32 in one round, as Triton).
-    limit = max(CHUNK_BYTES, self.smem_bytes - self.scratch_offset)
-    chunks = _chunk_bits(src, dst, full_shape, elem_bytes, (src_vec, dst_vec), limit) if rank else []
-    # One round's buffer: each chunk bit halves its dim (the coordinates keep their low bits).
-    shape = list(full_shape)
-    for d, _ in chunks:
-        shape[d] //= 2
     outer = [d for d in range(rank) if d != inner]
-    pad = max_vec if rank > 1 and shape[inner] * elem_bytes >= 64 else 0
-    if rank > 1:
-        pad = _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, pad)
-    pitch = shape[inner] + pad if rank else 1
-    rows = 1
-    for d in outer:
-        rows *= shape[d]
-    self.smem_base(rows * pitch * elem_bytes)
+
+    def plan(limit):
+        """(chunk bits, one round's shape, row pitch, buffer bytes) for rounds of at most
+        `limit` bytes before padding."""
+        chunks = _chunk_bits(src, dst, full_shape, elem_bytes, (src_vec, dst_vec), limit) if rank else []
+        # One round's buffer: each chunk bit halves its dim (the coordinates keep their low bits).
+        shape = list(full_shape)
+        for d, _ in chunks:
+            shape[d] //= 2
+        pad = max_vec if rank > 1 and shape[inner] * elem_bytes >= 64 else 0
+        if rank > 1:
+            pad = _padding(src, dst, src_vec, dst_vec, shape, inner, outer, elem_bytes, pad)
+        pitch = shape[inner] + pad if rank else 1
+        rows = 1
+        for d in outer:
+            rows *= shape[d]
+        return chunks, shape, pitch, rows * pitch * elem_bytes
+
+    # Rounds only where the buffer would pass both CHUNK_BYTES and the shared memory the kernel holds
+    # already (a matmul's epilogue reuses its pipeline's buffers: 128x256 fp32 in one round, as Triton),
+    # or the shared memory it may take without losing occupancy: fewer rounds, fewer barriers.
+    limit = max(CHUNK_BYTES, self.smem_bytes - self.scratch_offset)
+    chunks, shape, pitch, nbytes = plan(limit)
+    room = _shared_within_occupancy(self, src, llvm_bits(store_ty)) - self.scratch_offset
+    wider = room
+    while chunks and wider > limit:
+        candidate = plan(wider)
+        if candidate[3] <= room:   # padding included
+            chunks, shape, pitch, nbytes = candidate
+            break
+        wider //= 2
+    self.smem_base(nbytes)
     cut = {d for d, _ in chunks}
 
     def index(coords):
@@ -199,7 +238,6 @@ def convert_through_shared(self, src_value, dst_type):
         off = offsets[register]
         return all(((off[d] >> bit) & 1) == ((round_ >> i) & 1) for i, (d, bit) in enumerate(chunks))
 
-    values = self.get(src_value)
     self.isa.barrier(self.b)
     src_coords = self.element_coords(src)
     dst_coords = self.element_coords(dst)

@@ -11,6 +11,7 @@ from ... import ir
 from ...errors import CompilationError
 from ..axis_info import vector_width
 from ..isa import I32, call_intrinsic
+from ..linear_layout import LinearLayout
 from .scalar_ops import from_compute, is_storage_float, llvm_bits, llvm_type, to_compute
 
 I1 = llir.IntType(1)
@@ -206,20 +207,19 @@ class TensorOps:
         order = op.attrs.get("order", list(reversed(range(op.result.type.rank))))
         src, dst = self.layout(op.operands[0].type), self.layout(op.result.type)
         swap = lambda basis: tuple(basis[o] for o in order)  # noqa: E731 - source coords -> result coords
-        if [swap(b) for b in src.lanes] == list(dst.lanes) and [swap(b) for b in src.warps] == list(dst.warps):
-            # The operand was born in the transposed layout: each thread holds the same elements.
-            by_offset = {swap(off): i for i, off in enumerate(src.register_offsets())}
+        # The operand's own layout with its dims permuted: each thread keeps its elements, now
+        # named by result coordinates. A transpose moves no data until the result's layout asks.
+        moved = LinearLayout(swap(src.shape), tuple(swap(b) for b in src.registers),
+                             tuple(swap(b) for b in src.lanes), tuple(swap(b) for b in src.warps))
+        values = self.get(op.operands[0])
+        if moved.lanes == dst.lanes and moved.warps == dst.warps:
+            # Each thread holds the same elements: at most a permutation of its registers.
+            by_offset = {off: i for i, off in enumerate(moved.register_offsets())}
             if all(off in by_offset for off in dst.register_offsets()):
-                values = self.get(op.operands[0])
                 self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
                 return
-
-        def source_of(c):
-            src = [None] * len(c)
-            for i, o in enumerate(order):
-                src[o] = c[i]
-            return 0, src
-        self._remap(op, [op.operands[0]], source_of)
+        # Otherwise a layout conversion from there: vectorized, padded, in rounds where large.
+        self.set(op.result, self.convert_registers(values, moved, op.result.type))
 
     def lower_join(self, op):
         # join(a, b): a new minor dim of size 2, a at index 0 and b at index 1.
@@ -617,7 +617,7 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .inline_asm import lower_inline_asm   # noqa: E402
-    from .convert import convert_through_shared   # noqa: E402
+    from .convert import convert_through_shared, convert_registers   # noqa: E402
 
     # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
     def lower_pipelined_for(self, op) -> bool:
