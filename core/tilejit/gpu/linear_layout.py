@@ -104,6 +104,33 @@ class LinearLayout:
     def warp_dims_mask(self, dim: int) -> int:
         return sum(1 << i for i, b in enumerate(self.warps) if b[dim] != 0)
 
+    def permuted(self, order) -> "LinearLayout":
+        """The same elements named by coordinates with the dims in `order` (`tl.permute`'s result dim i
+        is dim order[i]): each thread holds what it held."""
+        def move(b):
+            return tuple(b[o] for o in order)
+        return LinearLayout(move(self.shape), tuple(map(move, self.registers)), tuple(map(move, self.lanes)),
+                            tuple(map(move, self.warps)))
+
+    def reshaped(self, shape) -> "LinearLayout":
+        """The same elements named by their coordinates in `shape`, row-major (`tl.reshape`). Every dim
+        is a power of two, so an element's row-major index is its coordinates' bits one after the
+        other, and each basis (one bit of one coordinate) stays one bit of one coordinate."""
+        src_bits = [n.bit_length() - 1 for n in self.shape]
+        dst_bits = [n.bit_length() - 1 for n in shape]
+
+        def move(b):
+            flat = 0
+            for c, bits in zip(b, src_bits):
+                flat = (flat << bits) | c
+            out = []
+            for bits in reversed(dst_bits):
+                out.append(flat & ((1 << bits) - 1))
+                flat >>= bits
+            return tuple(reversed(out))
+        return LinearLayout(tuple(shape), tuple(map(move, self.registers)), tuple(map(move, self.lanes)),
+                            tuple(map(move, self.warps)))
+
     def drop_dim(self, dim: int) -> "LinearLayout":
         """The layout of a reduction's result: `dim` removed. Register bits that only moved along
         `dim` disappear (they were combined in-thread); lane and warp bits along it become zero

@@ -11,7 +11,6 @@ from ... import ir
 from ...errors import CompilationError
 from ..axis_info import vector_width
 from ..isa import I32, call_intrinsic
-from ..linear_layout import LinearLayout
 from .scalar_ops import from_compute, is_storage_float, llvm_bits, llvm_type, to_compute
 
 I1 = llir.IntType(1)
@@ -173,53 +172,48 @@ class TensorOps:
         self.set(result, out)
 
     def lower_convert(self, op):
-        src, dst = self.layout(op.operands[0].type), self.layout(op.result.type)
-        if src == dst:
-            self.set(op.result, self.get(op.operands[0]))
+        src = self.layout(op.operands[0].type)
+        if self._in_registers(op.result, self.get(op.operands[0]), src):
             return
-        if src.lanes == dst.lanes and src.warps == dst.warps:
-            # Only the register order differs: a permutation inside each thread.
-            by_offset = {off: i for i, off in enumerate(src.register_offsets())}
-            values = self.get(op.operands[0])
-            if all(off in by_offset for off in dst.register_offsets()):
-                self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
-                return
         how = self.dot_operand_plan(op.operands[0].type, op.result.type)
         if how is not None:   # into an mma.sync operand: swizzled tile + ldmatrix
             self.set(op.result, self.convert_to_dot_operand(op.operands[0], op.result.type, how))
             return
         self.set(op.result, self.convert_through_shared(op.operands[0], op.result.type))
 
-    def lower_reshape(self, op):
-        src_shape = op.operands[0].type.shape
-        dst_shape = op.result.type.shape
+    def _in_registers(self, result, values, layout) -> bool:
+        """Set `result` from `values`, laid out by `layout` (a layout of the result's shape), when each
+        thread already holds the result's elements: then only the register order may differ."""
+        dst = self.layout(result.type)
+        if layout == dst:
+            self.set(result, values)
+            return True
+        if layout.lanes != dst.lanes or layout.warps != dst.warps:
+            return False
+        by_offset = {off: i for i, off in enumerate(layout.register_offsets())}
+        if not all(off in by_offset for off in dst.register_offsets()):
+            return False
+        self.set(result, [values[by_offset[off]] for off in dst.register_offsets()])
+        return True
 
-        def source_of(c):
-            linear = _row_major_index(self.b, c, dst_shape)
-            out = []
-            for s in reversed(src_shape):
-                out.append(self.b.urem(linear, llir.Constant(I32, s)))
-                linear = self.b.udiv(linear, llir.Constant(I32, s))
-            return 0, list(reversed(out))
-        self._remap(op, [op.operands[0]], source_of)
+    def _relayout(self, result, values, layout):
+        """`result` from `values` laid out by `layout`: a register permutation where each thread holds
+        the result's elements already, else a layout conversion (vectorized, padded, in rounds)."""
+        if not self._in_registers(result, values, layout):
+            self.set(result, self.convert_registers(values, layout, result.type))
+
+    def lower_reshape(self, op):
+        # The operand's elements renamed by their coordinates in the new shape: nothing moves unless
+        # the result's layout asks.
+        src = self.layout(op.operands[0].type)
+        self._relayout(op.result, self.get(op.operands[0]), src.reshaped(op.result.type.shape))
 
     def lower_trans(self, op):
+        # The operand's layout with its dims permuted: each thread keeps its elements, now named by
+        # result coordinates. A transpose moves no data until the result's layout asks.
         order = op.attrs.get("order", list(reversed(range(op.result.type.rank))))
-        src, dst = self.layout(op.operands[0].type), self.layout(op.result.type)
-        swap = lambda basis: tuple(basis[o] for o in order)  # noqa: E731 - source coords -> result coords
-        # The operand's own layout with its dims permuted: each thread keeps its elements, now
-        # named by result coordinates. A transpose moves no data until the result's layout asks.
-        moved = LinearLayout(swap(src.shape), tuple(swap(b) for b in src.registers),
-                             tuple(swap(b) for b in src.lanes), tuple(swap(b) for b in src.warps))
-        values = self.get(op.operands[0])
-        if moved.lanes == dst.lanes and moved.warps == dst.warps:
-            # Each thread holds the same elements: at most a permutation of its registers.
-            by_offset = {off: i for i, off in enumerate(moved.register_offsets())}
-            if all(off in by_offset for off in dst.register_offsets()):
-                self.set(op.result, [values[by_offset[off]] for off in dst.register_offsets()])
-                return
-        # Otherwise a layout conversion from there: vectorized, padded, in rounds where large.
-        self.set(op.result, self.convert_registers(values, moved, op.result.type))
+        src = self.layout(op.operands[0].type)
+        self._relayout(op.result, self.get(op.operands[0]), src.permuted(order))
 
     def lower_join(self, op):
         # join(a, b): a new minor dim of size 2, a at index 0 and b at index 1.
