@@ -88,3 +88,53 @@ def test_transposed_blocked_holds_the_same_elements_per_thread(res, shape, order
     for warp in range(dst.num_warps):
         for lane in range(dst.num_lanes):
             assert [swap(c) for c in src.thread_elements(lane, warp)] == dst.thread_elements(lane, warp)
+
+
+_RENAMED = [
+    (BlockedEncoding([1, 4], [4, 8], [4, 1], [1, 0]), (64, 64)),
+    (BlockedEncoding([2, 1], [8, 8], [1, 4], [0, 1]), (32, 64)),
+    (NvidiaMmaEncoding(2, 0, [2, 2]), (64, 32)),
+    (BlockedEncoding([4], [32], [4], [0]), (128,)),    # replicated over warps
+]
+
+
+def _owners(layout):
+    return {slot: coords for slot, coords in layout.all_owners()}
+
+
+@pytest.mark.parametrize("enc,shape", _RENAMED)
+def test_a_reshaped_layout_names_each_element_by_its_row_major_coordinates(enc, shape):
+    import numpy as np
+    layout = enc.to_linear(shape)
+    numel = int(np.prod(shape))
+    for new_shape in [(numel,), (2, numel // 2), (numel // 8, 2, 4)]:
+        moved = _owners(layout.reshaped(new_shape))
+        for slot, coords in _owners(layout).items():
+            flat = int(np.ravel_multi_index(coords, shape))
+            assert moved[slot] == tuple(int(c) for c in np.unravel_index(flat, new_shape))
+
+
+@pytest.mark.parametrize("enc,shape", _RENAMED[:3])
+def test_a_permuted_layout_names_each_element_by_its_permuted_coordinates(enc, shape):
+    layout = enc.to_linear(shape)
+    assert layout.permuted((1, 0)).shape == shape[::-1]
+    moved = _owners(layout.permuted((1, 0)))
+    for slot, coords in _owners(layout).items():
+        assert moved[slot] == coords[::-1]
+
+
+@pytest.mark.parametrize("enc,shape", _RENAMED)
+def test_joined_and_split_layouts_hold_both_halves_in_one_thread(enc, shape):
+    layout = enc.to_linear(shape)
+    joined = layout.joined()
+    owners = _owners(joined)
+    for (register, lane, warp), coords in _owners(layout).items():
+        assert owners[(2 * register, lane, warp)] == coords + (0,)
+        assert owners[(2 * register + 1, lane, warp)] == coords + (1,)
+    bit, back = joined.split_minor()
+    assert bit == 0 and back == layout
+
+
+def test_a_minor_dim_held_by_lanes_is_not_split_in_registers():
+    layout = BlockedEncoding([1, 1], [16, 2], [4, 1], [1, 0]).to_linear((64, 2))
+    assert layout.split_minor() is None

@@ -163,3 +163,37 @@ def test_flip_and_interleave_run_right():
     run(kernel.asm["llir"], [x, flipped, interleaved], 4, shared=kernel.metadata.shared)
     np.testing.assert_array_equal(flipped, x[::-1])
     np.testing.assert_array_equal(interleaved, np.stack([x, x * 2], axis=1).ravel())
+
+
+@tilejit.jit
+def _join_split(x_ptr, y_ptr, j_ptr, a_ptr, b_ptr, M: tl.constexpr, N: tl.constexpr):
+    """j = join(x, y.T) ([M, N, 2]); a, b = split(pairs) of the [M, N, 2] tile read from x as pairs."""
+    rows, cols = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    y = tl.trans(tl.load(y_ptr + cols[:, None] * M + rows[None, :]))    # another layout
+    two = tl.arange(0, 2)
+    tl.store(j_ptr + rows[:, None, None] * (2 * N) + cols[None, :, None] * 2 + two[None, None, :], tl.join(x, y))
+    pairs = tl.load(x_ptr + rows[:, None, None] * N + (cols[None, :, None] // 2) * 2 + two[None, None, :])
+    a, b = tl.split(pairs)
+    tl.store(a_ptr + rows[:, None] * N + cols[None, :], a)
+    tl.store(b_ptr + rows[:, None] * N + cols[None, :], b)
+
+
+@pytest.mark.parametrize("M, N, warps", [(16, 32, 4), (64, 64, 4), (8, 16, 1), (128, 128, 8)])
+def test_join_and_split_run_right(M, N, warps):
+    x, y = _values((M, N), "fp32"), _values((N, M), "fp32")
+    kernel = _join_split.warmup("*fp32", "*fp32", "*fp32", "*fp32", "*fp32", M=M, N=N, num_warps=warps, grid=(1,),
+                                target="cuda:90")
+    joined, a, b = np.zeros((M, N, 2), np.float32), np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    run(kernel.asm["llir"], [x, y, joined, a, b], warps, shared=kernel.metadata.shared)
+    np.testing.assert_array_equal(joined, np.stack([x, y.T], axis=-1))
+    pairs = x.reshape(M, N // 2, 2)
+    np.testing.assert_array_equal(a, np.repeat(pairs[..., 0], 2, axis=1))
+    np.testing.assert_array_equal(b, np.repeat(pairs[..., 1], 2, axis=1))
+
+
+def test_a_join_of_large_tiles_fits_shared_memory():
+    """Two 128x128 fp32 tiles joined: the old lowering staged 8 bytes an element of both (256 KiB)."""
+    kernel = _join_split.warmup("*fp32", "*fp32", "*fp32", "*fp32", "*fp32", M=128, N=128, num_warps=4, grid=(1,),
+                                target="cuda:90")
+    assert kernel.metadata.shared <= 227 * 1024

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 Basis = Tuple[int, ...]
 
@@ -130,6 +130,31 @@ class LinearLayout:
             return tuple(reversed(out))
         return LinearLayout(tuple(shape), tuple(map(move, self.registers)), tuple(map(move, self.lanes)),
                             tuple(map(move, self.warps)))
+
+    def joined(self) -> "LinearLayout":
+        """The layout of `tl.join(a, b)` as a thread holds it when a and b both have this layout: a new
+        minor dim of size 2, its bit the lowest register bit (a's and b's registers alternate), as
+        Triton's join layout: the pair is contiguous in registers, for vector accesses."""
+        def grow(b):
+            return tuple(b) + (0,)
+        return LinearLayout(self.shape + (2,), ((0,) * self.rank + (1,),) + tuple(map(grow, self.registers)),
+                            tuple(map(grow, self.lanes)), tuple(map(grow, self.warps)))
+
+    def split_minor(self) -> Optional[Tuple[int, "LinearLayout"]]:
+        """For `tl.split` of a minor dim of size 2: (the register bit that selects it, the layout of each
+        half), or None where that dim is not exactly one register bit (a lane or warp holds it)."""
+        minor = (0,) * (self.rank - 1) + (1,)
+        if self.shape[-1] != 2 or minor not in self.registers:
+            return None
+        if any(b[-1] for b in self.lanes + self.warps) or sum(1 for b in self.registers if b[-1]) != 1:
+            return None
+        bit = self.registers.index(minor)
+
+        def shrink(b):
+            return tuple(b[:-1])
+        registers = tuple(shrink(b) for i, b in enumerate(self.registers) if i != bit)
+        return bit, LinearLayout(self.shape[:-1], registers, tuple(map(shrink, self.lanes)),
+                                 tuple(map(shrink, self.warps)))
 
     def drop_dim(self, dim: int) -> "LinearLayout":
         """The layout of a reduction's result: `dim` removed. Register bits that only moved along

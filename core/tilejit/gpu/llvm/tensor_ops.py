@@ -216,8 +216,19 @@ class TensorOps:
         self._relayout(op.result, self.get(op.operands[0]), src.permuted(order))
 
     def lower_join(self, op):
-        # join(a, b): a new minor dim of size 2, a at index 0 and b at index 1.
-        self._join_select(op)
+        # join(a, b): a new minor dim of size 2, a at index 0 and b at index 1. With a and b in one
+        # layout, each thread holds both halves of its elements: a new register bit, then the result's
+        # layout where it asks.
+        a, b_ = op.operands
+        if not isinstance(a.type, ir.TensorType):
+            self._join_select(op)
+            return
+        layout = self.layout(a.type)
+        values_b = self.get(b_)
+        if self.layout(b_.type) != layout:
+            values_b = self.convert_registers(values_b, self.layout(b_.type), a.type)
+        values = [v for pair in zip(self.get(a), values_b) for v in pair]
+        self._relayout(op.result, values, layout.joined())
 
     def _join_select(self, op):
         a, b_ = op.operands
@@ -244,8 +255,17 @@ class TensorOps:
 
     def lower_split(self, op):
         src = op.operands[0]
+        halves = self.layout(src.type).split_minor()
+        if halves is None:   # the minor dim spans threads: through shared memory
+            for k, r in enumerate(op.results):
+                self._remap(op, [src], lambda c, k=k: (0, list(c) + [k]), result=r)
+            return
+        # Each thread holds both halves of its elements: the split dim's register bit picks them.
+        bit, half_layout = halves
+        values = self.get(src)
         for k, r in enumerate(op.results):
-            self._remap(op, [src], lambda c, k=k: (0, list(c) + [k]), result=r)
+            picked = [v for i, v in enumerate(values) if (i >> bit) & 1 == k]
+            self._relayout(r, picked, half_layout)
 
     def lower_cat(self, op):
         # [a; b] stored one after the other is the row-major result.
