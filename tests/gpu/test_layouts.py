@@ -138,3 +138,13 @@ def test_joined_and_split_layouts_hold_both_halves_in_one_thread(enc, shape):
 def test_a_minor_dim_held_by_lanes_is_not_split_in_registers():
     layout = BlockedEncoding([1, 1], [16, 2], [4, 1], [1, 0]).to_linear((64, 2))
     assert layout.split_minor() is None
+
+
+@pytest.mark.parametrize("enc,shape", _RENAMED)
+def test_a_stacked_layout_holds_a_then_b_along_dim_0(enc, shape):
+    layout = enc.to_linear(shape)
+    owners = _owners(layout.stacked())
+    half = layout.num_registers
+    for (register, lane, warp), coords in _owners(layout).items():
+        assert owners[(register, lane, warp)] == coords
+        assert owners[(register + half, lane, warp)] == (coords[0] + shape[0],) + coords[1:]

@@ -197,3 +197,22 @@ def test_a_join_of_large_tiles_fits_shared_memory():
     kernel = _join_split.warmup("*fp32", "*fp32", "*fp32", "*fp32", "*fp32", M=128, N=128, num_warps=4, grid=(1,),
                                 target="cuda:90")
     assert kernel.metadata.shared <= 227 * 1024
+
+
+@tilejit.jit
+def _cat_rows(x_ptr, y_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows, cols = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    y = tl.trans(tl.load(y_ptr + cols[:, None] * M + rows[None, :]))    # another layout
+    out_rows = tl.arange(0, 2 * M)
+    tl.store(z_ptr + out_rows[:, None] * N + cols[None, :], tl.cat(x, y, can_reorder=True))
+
+
+@pytest.mark.parametrize("M, N, warps", [(16, 32, 4), (64, 64, 4), (1, 128, 1), (128, 128, 8)])
+def test_cat_runs_right(M, N, warps):
+    x, y = _values((M, N), "fp32"), _values((N, M), "fp32")
+    kernel = _cat_rows.warmup("*fp32", "*fp32", "*fp32", M=M, N=N, num_warps=warps, grid=(1,), target="cuda:90")
+    assert kernel.metadata.shared <= 227 * 1024   # the old lowering staged 8 bytes an element
+    z = np.zeros((2 * M, N), np.float32)
+    run(kernel.asm["llir"], [x, y, z], warps, shared=kernel.metadata.shared)
+    np.testing.assert_array_equal(z, np.concatenate([x, y.T]))

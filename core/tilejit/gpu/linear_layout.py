@@ -140,6 +140,14 @@ class LinearLayout:
         return LinearLayout(self.shape + (2,), ((0,) * self.rank + (1,),) + tuple(map(grow, self.registers)),
                             tuple(map(grow, self.lanes)), tuple(map(grow, self.warps)))
 
+    def stacked(self) -> "LinearLayout":
+        """The layout of `tl.cat(a, b)` (a then b along dim 0) as a thread holds it when a and b both
+        have this layout: dim 0 doubled, its new top bit the highest register bit (a's registers, then
+        b's)."""
+        top = (self.shape[0],) + (0,) * (self.rank - 1)
+        return LinearLayout((2 * self.shape[0],) + tuple(self.shape[1:]), tuple(self.registers) + (top,),
+                            tuple(self.lanes), tuple(self.warps))
+
     def split_minor(self) -> Optional[Tuple[int, "LinearLayout"]]:
         """For `tl.split` of a minor dim of size 2: (the register bit that selects it, the layout of each
         half), or None where that dim is not exactly one register bit (a lane or warp holds it)."""

@@ -268,27 +268,14 @@ class TensorOps:
             self._relayout(r, picked, half_layout)
 
     def lower_cat(self, op):
-        # [a; b] stored one after the other is the row-major result.
-        self._cat(op)
-
-    def _cat(self, op):
+        # [a; b] along dim 0, in order. With a and b in one layout each thread holds its elements of
+        # both: one more register bit, then the result's layout where it asks.
         a, b_ = op.operands
-        elem = llvm_type(op.result.type)
-        store_ty = I8 if elem == I1 else elem
-        self.smem_base(op.result.type.numel * 8)
-        self.isa.barrier(self.b)
-        for base, s in ((0, a), (a.type.numel, b_)):
-            for value, coords in zip(self.get(s), self.element_coords(self.layout(s.type))):
-                idx = self.b.add(_row_major_index(self.b, coords, s.type.shape), llir.Constant(I32, base))
-                self.b.store(self.b.zext(value, I8) if elem == I1 else value, self.smem_ptr(store_ty, idx))
-        self.isa.barrier(self.b)
-        out = []
-        for coords in self.element_coords(self.layout(op.result.type)):
-            v = self.b.load(self.smem_ptr(store_ty, _row_major_index(self.b, coords, op.result.type.shape)),
-                            typ=store_ty)
-            out.append(self.b.trunc(v, I1) if elem == I1 else v)
-        self.isa.barrier(self.b)
-        self.set(op.result, out)
+        layout = self.layout(a.type)
+        values_b = self.get(b_)
+        if self.layout(b_.type) != layout:
+            values_b = self.convert_registers(values_b, self.layout(b_.type), a.type)
+        self._relayout(op.result, self.get(a) + values_b, layout.stacked())
 
     # --- memory --------------------------------------------------------------------------------
     def lower_addptr(self, op):
