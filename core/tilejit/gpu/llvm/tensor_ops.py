@@ -223,12 +223,8 @@ class TensorOps:
         if not isinstance(a.type, ir.TensorType):
             self._join_select(op)
             return
-        layout = self.layout(a.type)
-        values_b = self.get(b_)
-        if self.layout(b_.type) != layout:
-            values_b = self.convert_registers(values_b, self.layout(b_.type), a.type)
-        values = [v for pair in zip(self.get(a), values_b) for v in pair]
-        self._relayout(op.result, values, layout.joined())
+        values = [v for pair in zip(self.get(a), self._values_like(b_, a.type)) for v in pair]
+        self._relayout(op.result, values, self.layout(a.type).joined())
 
     def _join_select(self, op):
         a, b_ = op.operands
@@ -271,11 +267,15 @@ class TensorOps:
         # [a; b] along dim 0, in order. With a and b in one layout each thread holds its elements of
         # both: one more register bit, then the result's layout where it asks.
         a, b_ = op.operands
-        layout = self.layout(a.type)
-        values_b = self.get(b_)
-        if self.layout(b_.type) != layout:
-            values_b = self.convert_registers(values_b, self.layout(b_.type), a.type)
-        self._relayout(op.result, self.get(a) + values_b, layout.stacked())
+        self._relayout(op.result, self.get(a) + self._values_like(b_, a.type), self.layout(a.type).stacked())
+
+    def _values_like(self, value, like):
+        """`value`'s registers in the layout of the tensor type `like` (of its shape), converted if
+        they are not."""
+        layout = self.layout(value.type)
+        if layout == self.layout(like):
+            return self.get(value)
+        return self.convert_registers(self.get(value), layout, like)
 
     # --- memory --------------------------------------------------------------------------------
     def lower_addptr(self, op):
