@@ -216,3 +216,25 @@ def test_cat_runs_right(M, N, warps):
     z = np.zeros((2 * M, N), np.float32)
     run(kernel.asm["llir"], [x, y, z], warps, shared=kernel.metadata.shared)
     np.testing.assert_array_equal(z, np.concatenate([x, y.T]))
+
+
+@tilejit.jit
+def _split_pairs(x_ptr, a_ptr, b_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    pairs = tl.load(x_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :])
+    a, b = tl.split(pairs)
+    tl.store(a_ptr + offs, a)
+    tl.store(b_ptr + offs, b)
+
+
+@pytest.mark.parametrize("N, warps", [(16, 4), (64, 2), (1024, 4)])
+def test_split_runs_right_whoever_holds_the_split_dim(N, warps):
+    """A small [N, 2] tile spread over many threads puts the split dim on lanes: one conversion into
+    the results' layout with both halves in one thread, then the same register pick (16 at 4 warps);
+    larger tiles hold it in registers."""
+    x = _values((N, 2), "fp32")
+    kernel = _split_pairs.warmup("*fp32", "*fp32", "*fp32", N=N, num_warps=warps, grid=(1,), target="cuda:90")
+    a, b = np.zeros(N, np.float32), np.zeros(N, np.float32)
+    run(kernel.asm["llir"], [x, a, b], warps, shared=kernel.metadata.shared)
+    np.testing.assert_array_equal(a, x[:, 0])
+    np.testing.assert_array_equal(b, x[:, 1])

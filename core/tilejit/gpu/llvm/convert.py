@@ -170,12 +170,12 @@ def convert_through_shared(self, src_value, dst_type):
     return convert_registers(self, self.get(src_value), self.layout(src_value.type), dst_type)
 
 
-def convert_registers(self, values, src: LinearLayout, dst_type):
-    """The registers of `dst_type`'s layout holding the tensor whose registers `values` are laid out
-    by `src` (a layout of `dst_type`'s shape)."""
+def convert_registers(self, values, src: LinearLayout, dst_type, dst: LinearLayout | None = None):
+    """The registers of `dst_type`'s layout (or of `dst`, a layout of its shape) holding the tensor
+    whose registers `values` are laid out by `src` (a layout of `dst_type`'s shape)."""
     full_shape = dst_type.shape
     rank = len(full_shape)
-    dst = self.layout(dst_type)
+    dst = dst if dst is not None else self.layout(dst_type)
     elem = llvm_type(dst_type)
     # Pointers travel as 64-bit integers (a carried pointer tensor may need another layout).
     is_ptr = isinstance(elem, llir.PointerType)

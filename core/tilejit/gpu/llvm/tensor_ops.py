@@ -251,10 +251,15 @@ class TensorOps:
 
     def lower_split(self, op):
         src = op.operands[0]
-        halves = self.layout(src.type).split_minor()
-        if halves is None:   # the minor dim spans threads: through shared memory
+        layout = self.layout(src.type)
+        halves = layout.split_minor()
+        if halves is None:
+            # Lanes or warps hold the split dim: one conversion into the results' layout joined (both
+            # halves of each result element in one thread, the lowest register bit between them).
+            result_layout = self.layout(op.results[0].type)
+            values = self.convert_registers(self.get(src), layout, src.type, result_layout.joined())
             for k, r in enumerate(op.results):
-                self._remap(op, [src], lambda c, k=k: (0, list(c) + [k]), result=r)
+                self._relayout(r, values[k::2], result_layout)
             return
         # Each thread holds both halves of its elements: the split dim's register bit picks them.
         bit, half_layout = halves
