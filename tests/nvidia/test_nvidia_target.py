@@ -76,3 +76,12 @@ def test_two_ctas_are_asked_for_only_where_registers_and_shared_memory_allow():
     assert not isa.asks_two_ctas(256, 144 * 1024, True, carried_registers=64)   # two rings do not fit
     assert not isa.asks_two_ctas(128, 96 * 1024, True, carried_registers=64)    # 4 warps: not needed
     assert not isa.asks_two_ctas(256, 96 * 1024, False)                         # no pipelined dot
+
+
+@pytest.mark.parametrize("arch, per_sm", [(90, 228 * 1024), (80, 164 * 1024)])
+def test_shared_memory_per_cta_leaves_the_sm_its_reserve_per_cta(arch, per_sm):
+    """n CTAs of shared_memory_per_cta(n) bytes, each with its 1 KiB reserve, fill the SM exactly."""
+    isa = NvidiaISA(arch, 32)
+    assert isa.shared_memory_per_cta(1) == isa.shared_memory
+    for n in (2, 3, 4):
+        assert n * (isa.shared_memory_per_cta(n) + 1024) <= per_sm < (n + 1) * (isa.shared_memory_per_cta(n) + 1024)

@@ -95,6 +95,11 @@ class NvidiaISA(TargetDescription):
     def registers_per_sm(self) -> int:
         return 65536   # every sm_70+ SM: 64K 32-bit registers
 
+    def shared_memory_per_cta(self, ctas_per_sm: int) -> int:
+        # The SM has the per-CTA opt-in maximum plus 1 KiB, and keeps 1 KiB of it for each CTA.
+        ctas = max(1, ctas_per_sm)
+        return (self.shared_memory + 1024) // ctas - 1024
+
     @property
     def encoding_kinds(self):
         from .layouts import ENCODING_KINDS

@@ -104,13 +104,18 @@ class LinearLayout:
     def warp_dims_mask(self, dim: int) -> int:
         return sum(1 << i for i, b in enumerate(self.warps) if b[dim] != 0)
 
+    def _moved(self, shape, move, first_register=()) -> "LinearLayout":
+        """The layout on `shape` whose bases are this one's through `move` (`first_register`: bases
+        put before the registers')."""
+        return LinearLayout(tuple(shape), tuple(first_register) + tuple(map(move, self.registers)),
+                            tuple(map(move, self.lanes)), tuple(map(move, self.warps)))
+
     def permuted(self, order) -> "LinearLayout":
         """The same elements named by coordinates with the dims in `order` (`tl.permute`'s result dim i
         is dim order[i]): each thread holds what it held."""
         def move(b):
             return tuple(b[o] for o in order)
-        return LinearLayout(move(self.shape), tuple(map(move, self.registers)), tuple(map(move, self.lanes)),
-                            tuple(map(move, self.warps)))
+        return self._moved(move(self.shape), move)
 
     def reshaped(self, shape) -> "LinearLayout":
         """The same elements named by their coordinates in `shape`, row-major (`tl.reshape`). Every dim
@@ -128,8 +133,7 @@ class LinearLayout:
                 out.append(flat & ((1 << bits) - 1))
                 flat >>= bits
             return tuple(reversed(out))
-        return LinearLayout(tuple(shape), tuple(map(move, self.registers)), tuple(map(move, self.lanes)),
-                            tuple(map(move, self.warps)))
+        return self._moved(shape, move)
 
     def joined(self) -> "LinearLayout":
         """The layout of `tl.join(a, b)` as a thread holds it when a and b both have this layout: a new
@@ -137,8 +141,7 @@ class LinearLayout:
         Triton's join layout: the pair is contiguous in registers, for vector accesses."""
         def grow(b):
             return tuple(b) + (0,)
-        return LinearLayout(self.shape + (2,), ((0,) * self.rank + (1,),) + tuple(map(grow, self.registers)),
-                            tuple(map(grow, self.lanes)), tuple(map(grow, self.warps)))
+        return self._moved(self.shape + (2,), grow, first_register=[(0,) * self.rank + (1,)])
 
     def stacked(self) -> "LinearLayout":
         """The layout of `tl.cat(a, b)` (a then b along dim 0) as a thread holds it when a and b both
@@ -160,9 +163,8 @@ class LinearLayout:
 
         def shrink(b):
             return tuple(b[:-1])
-        registers = tuple(shrink(b) for i, b in enumerate(self.registers) if i != bit)
-        return bit, LinearLayout(self.shape[:-1], registers, tuple(map(shrink, self.lanes)),
-                                 tuple(map(shrink, self.warps)))
+        rest = LinearLayout(self.shape, self.registers[:bit] + self.registers[bit + 1:], self.lanes, self.warps)
+        return bit, rest._moved(self.shape[:-1], shrink)
 
     def drop_dim(self, dim: int) -> "LinearLayout":
         """The layout of a reduction's result: `dim` removed. Register bits that only moved along

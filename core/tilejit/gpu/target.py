@@ -90,6 +90,10 @@ class TargetDescription(abc.ABC):
         estimates; None: unknown, and the core then keeps every estimate conservative."""
         return None
 
+    def shared_memory_per_cta(self, ctas_per_sm: int) -> int:
+        """Bytes of shared memory each of `ctas_per_sm` CTAs may use while that many run on one SM."""
+        return self.shared_memory // max(1, ctas_per_sm)
+
     @property
     def supports_async_copy(self) -> bool:
         """Whether `async_copy`, `async_commit`, `async_wait` and `load_matrix` exist on this target."""

@@ -159,10 +159,7 @@ def _shared_within_occupancy(self, layout: LinearLayout, bits: int) -> int:
         return 0
     values = -(-len(set(layout.register_offsets())) * bits // 32)
     per_thread = (values + 8) // 8 * 8
-    ctas = registers_per_sm // (self.num_warps * self.warp_size * per_thread)
-    if ctas <= 1:
-        return self.isa.shared_memory
-    return self.isa.shared_memory // ctas - 1024   # NVIDIA keeps 1 KiB of the SM's per CTA
+    return self.isa.shared_memory_per_cta(registers_per_sm // (self.num_warps * self.warp_size * per_thread))
 
 
 def convert_through_shared(self, src_value, dst_type):
