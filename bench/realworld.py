@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import statistics
 import sys
@@ -215,6 +216,21 @@ def _make_group_norm(device, dtype, big):
             _t(c, device=device, dtype=dtype)]
 
 
+def _make_neighborhood(device, dtype, big):
+    b, h, s, d = (2, 8, 1024, 64) if big else (1, 2, 40, 16)
+    return [_t(b, h, s, d, device=device, dtype=dtype) for _ in range(3)]
+
+
+def _neighborhood_ref(q, k, v, kernel_size=7, dilation=1):
+    """Attention where query i sees the keys j with |i - j| <= kernel_size // 2 * dilation and
+    (j - i) a multiple of dilation."""
+    pos = torch.arange(q.shape[-2], device=q.device)
+    rel = pos[None, :] - pos[:, None]
+    seen = (rel.abs() <= kernel_size // 2 * dilation) & (rel % dilation == 0)
+    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return (scores.masked_fill(~seen, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
+
+
 CASES = [
     Case("rms_norm", "rms_norm",
          lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt)],
@@ -274,6 +290,11 @@ CASES = [
     Case("jsd", "jsd", _make_probs,
          lambda m, a, b: m.LigerJSDFunction.apply(a, b, None, 0.5),
          _jsd_ref),
+    # dots, masks, a row softmax and tl.trans of loaded tiles (its backward's dot(trans(attn), do));
+    # fp32 dots are TF32 by default (tilejit's interpreter rounds as the tensor cores do: 1e-3 off)
+    Case("neighborhood_attention", "fused_neighborhood_attention", _make_neighborhood,
+         lambda m, q, k, v: m.LigerFusedNeighborhoodAttentionFunction.apply(q, k, v, 7, 1, None),
+         _neighborhood_ref, tol=5e-3),
 ]
 
 

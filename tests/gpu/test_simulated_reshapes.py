@@ -4,6 +4,9 @@ shape), then a register permutation where each thread already holds the result's
 layout conversion through shared memory (vectorized, padded, in rounds for large tiles). Before, a
 transpose or reshape that moved data wrote the whole tile to shared memory element by element: a
 256x256 fp32 tile asked for 256 KiB, more than any GPU's CTA may have."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,6 +43,11 @@ def _permute(x_ptr, y_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
     j = tl.arange(0, D1)[None, :, None]
     k = tl.arange(0, D2)[None, None, :]
     tl.store(y_ptr + i * (D1 * D2) + j * D2 + k, tl.permute(x, (O0, O1, O2)))
+
+
+def _bf16_bits(x):
+    """float32 values that are bf16 values, as the bf16 bit patterns (uint16)."""
+    return (x.view(np.uint32) >> 16).astype(np.uint16)
 
 
 def _values(shape, dtype):
@@ -238,3 +246,68 @@ def test_split_runs_right_whoever_holds_the_split_dim(N, warps):
     run(kernel.asm["llir"], [x, a, b], warps, shared=kernel.metadata.shared)
     np.testing.assert_array_equal(a, x[:, 0])
     np.testing.assert_array_equal(b, x[:, 1])
+
+
+def test_a_transposed_dot_result_feeds_dots_in_one_conversion():
+    """cuda:75 computes dots with FMAs, so the host runs the whole kernel: p = a b transposed into
+    operand A of one dot and B of another (one transpose after CSE, its two users conversions)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
+    from dot_kernels import transposed_product_kernel
+    M, N = 32, 64
+    a, b = (RNG.integers(-1, 2, (M, M)).astype(np.float32) for _ in range(2))
+    q = RNG.integers(-2, 3, (M, N)).astype(np.float32)
+    r = RNG.integers(-2, 3, (N, M)).astype(np.float32)
+    kernel = transposed_product_kernel.warmup(*["*bf16"] * 4, "*fp32", "*fp32", M=M, N=N, num_warps=4, grid=(1,),
+                                              target="cuda:75")
+    o, u = np.zeros((M, N), np.float32), np.zeros((N, M), np.float32)
+    run(kernel.asm["llir"], [_bf16_bits(x) for x in (a, b, q, r)] + [o, u], 4, shared=kernel.metadata.shared)
+    p = a @ b   # |p| <= 32: exact in bf16
+    np.testing.assert_array_equal(o, p.T @ q)
+    np.testing.assert_array_equal(u, r @ p.T)
+    assert kernel.asm["ttgir"].count("tt.trans") == 1
+
+
+def test_a_transpose_that_is_only_converted_is_read_where_its_operand_stands():
+    """x -> convert -> trans -> convert -> convert -> store, with layouts under which the transpose
+    moves data: the transpose leaves its operand's registers to the conversion after it (one trip
+    through shared memory, not two), and the values still come out right."""
+    from tilejit import ir
+    from tilejit.gpu.layouts import BlockedEncoding
+    from tilejit.gpu.llvm import lower_module
+    from tilejit_nvidia.isa import NvidiaISA
+    M, N = 64, 32
+    kernel = _transpose.warmup("*fp32", "*fp32", M=M, N=N, num_warps=4, grid=(1,), target="cuda:90")
+    module = ir.parse_module(kernel.asm["ttgir"])
+    trans = next(op for op in module.functions[0].walk() if op.name == "tt.trans")
+    block, x, t = trans.parent, trans.operands[0], trans.results[0].type
+
+    def convert(value, enc, before):
+        op = ir.Operation("ttg.convert_layout", [value],
+                          [ir.TensorType(value.type.shape, value.type.element, enc)], loc=trans.loc)
+        block.insert(block.ops.index(before), op)
+        return op.results[0]
+
+    lanes_along_rows = BlockedEncoding((1, 1), (32, 1), (1, 4), (0, 1))   # its transpose isn't t's
+    trans.set_operand(0, convert(x, lanes_along_rows, trans))
+    after = block.ops[block.ops.index(trans) + 1]
+    uses = list(trans.results[0].uses)
+    there = convert(trans.results[0], BlockedEncoding((4, 1), (8, 4), (1, 4), (0, 1)), after)
+    back = convert(there, t.encoding, after)
+    for user, index in uses:
+        user.set_operand(index, back)
+
+    def lowered(defer):
+        if not defer:   # the transpose's result also feeds a store: it is converted where it stands
+            store = next(op for op in block.ops if op.name == "tt.store")
+            extra = ir.Operation("tt.store", [store.operands[0], trans.results[0]], [], dict(store.attrs),
+                                 loc=trans.loc)
+            block.insert(block.ops.index(store), extra)
+        return lower_module(module, NvidiaISA(90, 32), 4)
+
+    text, md = lowered(True)
+    x_host = _values((M, N), "fp32")
+    y = np.zeros((N, M), np.float32)
+    run(text, [x_host, y], 4, shared=md["shared"])
+    np.testing.assert_array_equal(y, x_host.T + 1)
+    converted_twice, _ = lowered(False)
+    assert text.count("llvm.nvvm.barrier0") < converted_twice.count("llvm.nvvm.barrier0")

@@ -237,3 +237,18 @@ def state_gradient_kernel(do_ptr, h_ptr, dh_ptr, dq_ptr, dg_ptr, T, V, K: tl.con
         dq = tl.dot(b_do, b_h.to(b_do.dtype), dq)
     tl.store(dq_ptr + o_t[:, None] * K + o_k[None, :], dq, mask=m_t[:, None])
     tl.store(dg_ptr + o_t[:, None] * K + o_k[None, :], dq * dgk[None, :], mask=m_t[:, None])
+
+
+@tilejit.jit
+def transposed_product_kernel(a_ptr, b_ptr, q_ptr, r_ptr, o_ptr, u_ptr, M: tl.constexpr, N: tl.constexpr):
+    """p = (a b) in the inputs' type, then o = p^T q and u = r p^T: a dot's result transposed into
+    operand A of one dot and operand B of another (attention's backward `dot(trans(p), do)`, fla's
+    `dot(trans(ds), q)`)."""
+    m, n = tl.arange(0, M), tl.arange(0, N)
+    a = tl.load(a_ptr + m[:, None] * M + m[None, :])
+    b = tl.load(b_ptr + m[:, None] * M + m[None, :])
+    p = tl.dot(a, b).to(a.dtype)
+    q = tl.load(q_ptr + m[:, None] * N + n[None, :])    # [M, N]
+    r = tl.load(r_ptr + n[:, None] * M + m[None, :])    # [N, M]
+    tl.store(o_ptr + m[:, None] * N + n[None, :], tl.dot(tl.trans(p), q))
+    tl.store(u_ptr + n[:, None] * M + m[None, :], tl.dot(r, tl.trans(p)))

@@ -9,7 +9,7 @@ import pytest
 
 from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
                          key_gated_state_kernel, key_gated_state_kernel_in_place, scaled_gram_kernel,
-                         state_gradient_kernel, two_dots_kernel)
+                         state_gradient_kernel, transposed_product_kernel, two_dots_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -192,3 +192,18 @@ def test_delta_state(device, T, size):
     # h is rounded to fp16 before each w h: a rounding that falls the other way moves v_new by ~1e-2
     np.testing.assert_allclose(device.numpy(v_new), want_v, rtol=1e-2, atol=2e-2)
     np.testing.assert_allclose(device.numpy(out), h, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("M, N, warps", [(64, 128, 4), (64, 64, 8), (32, 64, 4)])
+def test_transposed_dot_result_feeds_both_operands(device, M, N, warps):
+    """A dot's result, rounded to fp16, transposed into operand A of one dot and B of another: on the
+    GPU one conversion each (the transpose's renaming read by the operand's conversion), or, where
+    wgmma stages the operand, the untransposed tile read through a transposed descriptor."""
+    a, b = (RNG.integers(-3, 4, (M, M)).astype(np.float16) for _ in range(2))
+    q = RNG.integers(-3, 4, (M, N)).astype(np.float16)
+    r = RNG.integers(-3, 4, (N, M)).astype(np.float16)
+    o, u = device.zeros((M, N), np.float32), device.zeros((N, M), np.float32)
+    transposed_product_kernel[(1,)](*(device.tensor(x) for x in (a, b, q, r)), o, u, M=M, N=N, num_warps=warps)
+    p = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(device.numpy(o), p.T @ q.astype(np.float64))
+    np.testing.assert_array_equal(device.numpy(u), r.astype(np.float64) @ p.T)

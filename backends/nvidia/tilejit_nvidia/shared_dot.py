@@ -214,23 +214,22 @@ def _feeds_only_dots(value) -> bool:
     return bool(value.uses) and all(user.name == "tt.dot" and index in (0, 1) for user, index in value.uses)
 
 
-def dot_operand_plan(self, src_type, dst_type):
-    """(tile, plan) for converting `src_type` into the mma.sync operand `dst_type` through a swizzled
-    tile, or None when ldmatrix cannot be used (then the generic conversion runs)."""
+def dot_operand_plan(self, src, dst_type):
+    """(tile, plan) for converting registers laid out by `src` into the mma.sync operand `dst_type`
+    through a swizzled tile, or None when ldmatrix cannot be used (then the generic conversion runs)."""
     from tilejit.gpu.layouts import DotOperandEncoding
 
     from .layouts import NvidiaMmaEncoding
     enc = dst_type.encoding
     if (not isinstance(enc, DotOperandEncoding) or not isinstance(enc.parent, NvidiaMmaEncoding)
-            or src_type.rank != 2 or not self.isa.supports_async_copy):
+            or dst_type.rank != 2 or not self.isa.supports_async_copy):
         return None
     elem_ty = llvm_type(dst_type)
     if not (isinstance(elem_ty, llir.HalfType) or (isinstance(elem_ty, llir.IntType) and elem_ty.width == 16)):
         return None
-    src = self.layout(src_type)
     runs = [_run_length(src, d, 8) for d in range(2)]
     inner = 1 if runs[1] >= runs[0] else 0
-    tile = SwizzledTile(tuple(src_type.shape), inner)
+    tile = SwizzledTile(tuple(dst_type.shape), inner)
     plan = plan_ldmatrix(self.layout(dst_type), enc.op_idx, inner) if tile.fits() else None
     return (tile, plan, runs[inner]) if plan is not None else None
 
@@ -281,15 +280,13 @@ def store_matrices(self, tile, plan, layout, values, elem_ty, base_elems, span=N
         self.isa.store_matrix(self.b, ptr, words, plan.trans)
 
 
-def convert_to_dot_operand(self, value, dst_type, how):
-    """Registers -> swizzled shared tile (stmatrix, or vector stores) -> ldmatrix."""
+def convert_to_dot_operand(self, values, src, dst_type, how):
+    """Registers `values` laid out by `src` -> swizzled shared tile (stmatrix, or vector stores) ->
+    ldmatrix."""
     tile, plan, vec = how
-    src_t = value.type
-    src = self.layout(src_t)
-    elem_ty = llvm_type(src_t)
+    elem_ty = llvm_type(dst_type)
     self.smem_base(tile.nbytes)
     a = LLVMArith(self.b)
-    values = self.get(value)
     self.isa.barrier(self.b)
     stores = store_plan(self, src, tile)
     if stores is not None:

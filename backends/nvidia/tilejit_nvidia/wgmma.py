@@ -268,7 +268,8 @@ def staged_tile(self, value: ir.Value, inner=None):
         return operand_tile(tuple(t.shape), inner, 1) if inner is not None else None
     if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
         return None
-    layout = self.layout(t)
+    pending = self.renamed.get(id(value))   # (asked before `value` is lowered too: then its type's)
+    layout = pending[1] if pending is not None else self.layout(t)
     fitting = [d for d in staging_dims(t.shape) if inner is None or d == inner]
     if not fitting:
         return None
@@ -287,7 +288,7 @@ def stage_operand(self, value: ir.Value, readers: int, inner=None):
     from .shared_dot import LLVMArith, store_matrices, store_plan, write_tile
     from .shared_operands import ATOM_BYTES
     tile = staged_tile(self, value, inner)
-    layout = self.layout(value.type)
+    values, layout = self.registers_of(value)   # a renamed tile is written from where it stands
     eb = tile.elem_bytes
     vec = _run_length(layout, tile.inner, 16 // eb)
     start = -(-self.scratch_offset // ATOM_BYTES) * ATOM_BYTES
@@ -297,7 +298,7 @@ def stage_operand(self, value: ir.Value, readers: int, inner=None):
     self.staged_regions.append(region)
     self.scratch_offset = start + tile.nbytes
     elem_ty = llvm_type(value.type)
-    values, a = self.get(value), LLVMArith(self.b)
+    a = LLVMArith(self.b)
     self.isa.barrier(self.b)   # the scratch's previous user is done with it
     stores = store_plan(self, layout, tile) if eb == 2 else None   # stmatrix moves 16-bit elements
     if stores is not None:

@@ -162,11 +162,6 @@ def _shared_within_occupancy(self, layout: LinearLayout, bits: int) -> int:
     return self.isa.shared_memory_per_cta(registers_per_sm // (self.num_warps * self.warp_size * per_thread))
 
 
-def convert_through_shared(self, src_value, dst_type):
-    """The registers of `dst_type`'s layout holding the tensor `src_value` (any two layouts)."""
-    return convert_registers(self, self.get(src_value), self.layout(src_value.type), dst_type)
-
-
 def convert_registers(self, values, src: LinearLayout, dst_type, dst: LinearLayout | None = None):
     """The registers of `dst_type`'s layout (or of `dst`, a layout of its shape) holding the tensor
     whose registers `values` are laid out by `src` (a layout of `dst_type`'s shape)."""

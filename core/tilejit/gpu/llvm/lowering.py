@@ -106,6 +106,9 @@ class FunctionLowering(TensorOps):
         # Values a target's lowering reads lazily (dot operands in shared memory that the dot reads
         # k-step by k-step): `get` reads them whole for any other user.
         self.lazy_operands: Dict[int, object] = {}
+        # Renamed tensors (`tl.trans`, `tl.reshape`, ...) whose conversions read their operand's
+        # registers: id -> (registers, layout). `get` converts one for any other user.
+        self.renamed: Dict[int, tuple] = {}
         self.pipelined_mma = False   # set by lower_pipelined_for: the target may add occupancy hints
         self.pipelined_carried_registers = 0   # the most a pipelined loop carries (set there too)
         self.analysis = AxisAnalysis(func)
@@ -156,6 +159,10 @@ class FunctionLowering(TensorOps):
             lazy = self.lazy_operands.get(id(v))
             if lazy is not None:   # a user other than the dot: every fragment, read here
                 return lazy.all_values()
+            if id(v) in self.renamed:   # left to its conversions (`_relayout`), read by another user
+                values, layout = self.renamed.pop(id(v))
+                self.set(v, self.convert_registers(values, layout, v.type))
+                return self.vals[id(v)]
             raise CompilationError("internal: value used before it was lowered") from None
 
     def set(self, v: ir.Value, values: List) -> None:

@@ -172,14 +172,20 @@ class TensorOps:
         self.set(result, out)
 
     def lower_convert(self, op):
-        src = self.layout(op.operands[0].type)
-        if self._in_registers(op.result, self.get(op.operands[0]), src):
+        values, src = self.registers_of(op.operands[0])
+        if self._in_registers(op.result, values, src):
             return
-        how = self.dot_operand_plan(op.operands[0].type, op.result.type)
+        how = self.dot_operand_plan(src, op.result.type)
         if how is not None:   # into an mma.sync operand: swizzled tile + ldmatrix
-            self.set(op.result, self.convert_to_dot_operand(op.operands[0], op.result.type, how))
+            self.set(op.result, self.convert_to_dot_operand(values, src, op.result.type, how))
             return
-        self.set(op.result, self.convert_through_shared(op.operands[0], op.result.type))
+        self.set(op.result, self.convert_registers(values, src, op.result.type))
+
+    def registers_of(self, v: ir.Value):
+        """(registers, layout) of `v` as its conversions read them: a renamed tensor whose every use
+        is a conversion (`_relayout`) is read in its operand's registers, laid out by the renaming."""
+        pending = self.renamed.get(id(v))
+        return pending if pending is not None else (self.get(v), self.layout(v.type))
 
     def _in_registers(self, result, values, layout) -> bool:
         """Set `result` from `values`, laid out by `layout` (a layout of the result's shape), when each
@@ -198,9 +204,18 @@ class TensorOps:
 
     def _relayout(self, result, values, layout):
         """`result` from `values` laid out by `layout`: a register permutation where each thread holds
-        the result's elements already, else a layout conversion (vectorized, padded, in rounds)."""
-        if not self._in_registers(result, values, layout):
-            self.set(result, self.convert_registers(values, layout, result.type))
+        the result's elements already, else a layout conversion (vectorized, padded, in rounds).
+        A result only converted further in this block (`tl.dot(tl.trans(p), v)`: the transpose
+        of an MMA result into a dot operand) is left to those conversions, which read `values`
+        where they stand: one trip through shared memory instead of two."""
+        if self._in_registers(result, values, layout):
+            return
+        uses = result.uses
+        block = result.owner.parent
+        if uses and all(user.name == "ttg.convert_layout" and user.parent is block for user, _ in uses):
+            self.renamed[id(result)] = (values, layout)
+            return
+        self.set(result, self.convert_registers(values, layout, result.type))
 
     def lower_reshape(self, op):
         # The operand's elements renamed by their coordinates in the new shape: nothing moves unless
@@ -623,17 +638,17 @@ class TensorOps:
     from .dot import lower_dot   # noqa: E402
     from .misc_ops import lower_gather, lower_histogram, lower_print   # noqa: E402
     from .inline_asm import lower_inline_asm   # noqa: E402
-    from .convert import convert_through_shared, convert_registers   # noqa: E402
+    from .convert import convert_registers   # noqa: E402
 
     # -- hooks a target's `lowering_mixin` may fill (NVIDIA: cp.async pipelines, ldmatrix operands) --
     def lower_pipelined_for(self, op) -> bool:
         """Lower `op` (an scf.for) the target's own way; False: lower it as a plain loop."""
         return False
 
-    def dot_operand_plan(self, src_type, dst_type):
-        """How the target converts `src_type` into the dot-operand layout `dst_type` itself; None: the
-        generic conversion through shared memory."""
+    def dot_operand_plan(self, src, dst_type):
+        """How the target converts registers laid out by `src` (a layout of `dst_type`'s shape) into
+        the dot-operand layout `dst_type` itself; None: the generic conversion through shared memory."""
         return None
 
-    def convert_to_dot_operand(self, value, dst_type, how):   # pragma: no cover - only with a plan
+    def convert_to_dot_operand(self, values, src, dst_type, how):   # pragma: no cover - only with a plan
         raise NotImplementedError
