@@ -9,7 +9,8 @@ when Triton is installed) the library is imported twice in one process, once bou
 every op runs on both, forward and backward, on the same inputs:
 
 - each result (output and input gradients) is compared with a plain PyTorch reference written here;
-- each op is timed: the first call (compiles included), then the median of --reps calls, forward
+- each op is timed: the first call (compiles included, both compilers' caches empty unless
+  --warm-caches), then the median of --reps calls, forward
   and forward+backward (output gradients made once on the device), the implementations timed in
   alternating rounds; with both implementations the speed ratio Triton time / tilejit time is
   printed per op (above 1: tilejit faster). On CUDA that is issue 12's item 5; on the CPU it compares
@@ -481,8 +482,14 @@ def main(argv=None) -> int:
                     help="diagnostic: Triton names tilejit lacks become placeholders that raise when "
                          "used (tools/triton_alias.py), so one missing name does not stop every op")
     ap.add_argument("--wheels", default=os.environ.get("TILEJIT_WHEELS", "/work/scratch/wheels"))
+    ap.add_argument("--warm-caches", action="store_true",
+                    help="keep the compilers' own cache folders (default: an empty one each, so that the "
+                         "first call compiles on both)")
     args = ap.parse_args(argv)
 
+    if not args.warm_caches:
+        for var in ("TRITON_CACHE_DIR", "TILEJIT_CACHE_DIR"):
+            os.environ[var] = tempfile.mkdtemp(prefix=var.split("_")[0].lower() + "-cache-")
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # Triton's interpreter; tilejit reads the same switch
     where = find_library(args.wheels)
