@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import math
 import os
 import statistics
 import sys
@@ -36,16 +35,15 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import torch
-import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from realworld_cases import CASES  # noqa: E402
 
 LIBRARY_MODULES = ("liger_kernel",)
 
@@ -122,181 +120,6 @@ def find_library(wheels: str) -> str:
             whl.extractall(target)
     sys.path.insert(0, str(target))
     return found[-1]
-
-
-# ----------------------------------------------------------------------------------------------
-# the ops: inputs, the library call, a PyTorch reference
-
-
-@dataclass
-class Case:
-    name: str
-    module: str  # liger_kernel.ops.<module>
-    make: Callable  # (device, dtype, big) -> list of tensors (those with requires_grad get grads)
-    call: Callable  # (module, *inputs) -> tensor or tuple of tensors
-    ref: Callable  # (*inputs) -> same structure
-    tol: float = 1e-4
-    # Ops whose bf16 results are off for Triton and tilejit alike (Liger sums in the input type:
-    # sparsemax's running sums pick the support, group_norm's statistics) run in fp32 on the GPU.
-    dtype: Optional[torch.dtype] = None
-
-
-def _rows(big):
-    return (4096, 4096) if big else (16, 256)
-
-
-def _t(*shape, device, dtype, grad=True, scale=1.0):
-    return (torch.randn(*shape, device=device, dtype=dtype) * scale).requires_grad_(grad)
-
-
-def _rms_ref(x, w, eps=1e-6):
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
-
-
-def _sparsemax_ref(x):
-    # in fp32, as Liger computes it: in bf16 the running sums decide the support wrongly (a 91% error)
-    z = x.float()
-    zs, _ = z.sort(-1, descending=True)
-    k = torch.arange(1, z.shape[-1] + 1, device=z.device, dtype=z.dtype)
-    cs = zs.cumsum(-1)
-    kz = (1 + k * zs > cs).sum(-1, keepdim=True)
-    tau = (cs.gather(-1, kz - 1) - 1) / kz
-    return torch.clamp(z - tau, min=0).to(x.dtype)
-
-
-def _rotate_half(x):
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), -1)
-
-
-def _jsd_ref(logq, logp, beta=0.5):
-    p, q = logp.exp(), logq.exp()
-    logm = torch.log(beta * p + (1 - beta) * q)
-    return (beta * p * (logp - logm) + (1 - beta) * q * (logq - logm)).sum() / logq.shape[0]
-
-
-def _make_rope(device, dtype, big):
-    b, hq, hk, s, d = (2, 32, 8, 2048, 128) if big else (1, 2, 1, 8, 16)
-    q = _t(b, hq, s, d, device=device, dtype=dtype)
-    k = _t(b, hk, s, d, device=device, dtype=dtype)
-    pos = torch.arange(s, device=device, dtype=torch.float32)
-    freqs = torch.outer(pos, 1.0 / (10000 ** (torch.arange(0, d, 2, device=device).float() / d)))
-    emb = torch.cat((freqs, freqs), -1)[None]
-    return [q, k, emb.cos().to(dtype), emb.sin().to(dtype)]
-
-
-def _rope_ref(q, k, cos, sin):
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-
-
-def _make_ce(device, dtype, big):
-    n, v = (4096, 32000) if big else (16, 500)
-    target = torch.randint(0, v, (n,), device=device)
-    target[1] = -100
-    return [_t(n, v, device=device, dtype=dtype), target]
-
-
-def _make_flce(device, dtype, big):
-    n, h, v = (4096, 2048, 32000) if big else (16, 64, 300)
-    return [_t(n, h, device=device, dtype=dtype, scale=0.5), _t(v, h, device=device, dtype=dtype, scale=0.1),
-            torch.randint(0, v, (n,), device=device)]
-
-
-def _make_probs(device, dtype, big, log=True):
-    n, v = (1024, 32000) if big else (8, 300)
-    a = torch.randn(n, v, device=device, dtype=dtype).log_softmax(-1).requires_grad_(True)
-    b = torch.randn(n, v, device=device, dtype=dtype).log_softmax(-1)
-    return [a, b if log else b.exp()]
-
-
-def _make_group_norm(device, dtype, big):
-    b, c, length = (32, 256, 4096) if big else (2, 8, 64)
-    return [_t(b, c, length, device=device, dtype=dtype), _t(c, device=device, dtype=dtype),
-            _t(c, device=device, dtype=dtype)]
-
-
-def _make_neighborhood(device, dtype, big):
-    b, h, s, d = (2, 8, 1024, 64) if big else (1, 2, 40, 16)
-    return [_t(b, h, s, d, device=device, dtype=dtype) for _ in range(3)]
-
-
-def _neighborhood_ref(q, k, v, kernel_size=7, dilation=1):
-    """Attention where query i sees the keys j with |i - j| <= kernel_size // 2 * dilation and
-    (j - i) a multiple of dilation."""
-    pos = torch.arange(q.shape[-2], device=q.device)
-    rel = pos[None, :] - pos[:, None]
-    seen = (rel.abs() <= kernel_size // 2 * dilation) & (rel % dilation == 0)
-    scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    return (scores.masked_fill(~seen, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
-
-
-CASES = [
-    Case("rms_norm", "rms_norm",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt)],
-         lambda m, x, w: m.LigerRMSNormFunction.apply(x, w, 1e-6, 0.0, "llama", False),
-         _rms_ref),
-    Case("fused_add_rms_norm", "fused_add_rms_norm",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt),
-                               _t(_rows(big)[1], device=dev, dtype=dt)],
-         lambda m, x, r, w: m.LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6, 0.0, "llama", False),
-         lambda x, r, w: (_rms_ref(x + r, w), x + r)),
-    Case("layer_norm", "layer_norm",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt),
-                               _t(_rows(big)[1], device=dev, dtype=dt)],
-         lambda m, x, w, b: m.LigerLayerNormFunction.apply(x, w, b, 1e-6),
-         lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, 1e-6)),
-    Case("group_norm", "group_norm", _make_group_norm,
-         lambda m, x, w, b: m.LigerGroupNormFunction.apply(x, w, b, x.shape[1], 4, 1e-6),
-         # statistics and the weight/bias gradients in fp32 (bf16 sums of 32x4096x64 terms drift)
-         lambda x, w, b: F.group_norm(x.float(), 4, w.float(), b.float(), 1e-6).to(x.dtype), dtype=torch.float32),
-    Case("swiglu", "swiglu",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt)],
-         lambda m, a, b: m.LigerSiLUMulFunction.apply(a, b),
-         lambda a, b: F.silu(a) * b),
-    Case("geglu", "geglu",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(*_rows(big), device=dev, dtype=dt)],
-         lambda m, a, b: m.LigerGELUMulFunction.apply(a, b),
-         lambda a, b: F.gelu(a, approximate="tanh") * b),
-    Case("relu_squared", "relu_squared",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
-         lambda m, x: m.LigerReLUSquaredFunction.apply(x),
-         lambda x: F.relu(x) ** 2),
-    Case("dyt", "dyt",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt), _t(1, device=dev, dtype=dt),
-                               _t(_rows(big)[1], device=dev, dtype=dt), _t(_rows(big)[1], device=dev, dtype=dt)],
-         lambda m, x, a, g, b: m.LigerDyTFunction.apply(x, a, g, b),
-         lambda x, a, g, b: g * torch.tanh(a * x) + b),
-    Case("softmax", "softmax",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
-         lambda m, x: m.LigerSoftmaxFunction.apply(x),
-         lambda x: torch.softmax(x, -1)),
-    Case("sparsemax", "sparsemax",
-         lambda dev, dt, big: [_t(*_rows(big), device=dev, dtype=dt)],
-         lambda m, x: m.LigerSparsemaxFunction.apply(x, -1),
-         _sparsemax_ref, dtype=torch.float32),
-    Case("rope", "rope", _make_rope,
-         lambda m, q, k, c, s: m.LigerRopeFunction.apply(q, k, c, s),
-         _rope_ref),
-    Case("cross_entropy", "cross_entropy", _make_ce,
-         lambda m, x, t: m.LigerCrossEntropyFunction.apply(x, t, None, -100, 0.0, 0.0, "mean")[0],
-         lambda x, t: F.cross_entropy(x, t, ignore_index=-100)),
-    Case("fused_linear_cross_entropy", "fused_linear_cross_entropy", _make_flce,
-         lambda m, x, w, t: m.LigerFusedLinearCrossEntropyFunction.apply(x, w, t)[0],
-         lambda x, w, t: F.cross_entropy(x @ w.T, t), tol=1e-3),
-    Case("kl_div", "kl_div", lambda dev, dt, big: _make_probs(dev, dt, big, log=False),
-         lambda m, a, b: m.LigerKLDivLossFunction.apply(a, b, "batchmean", False, 1e-10),
-         lambda a, b: F.kl_div(a, b, reduction="batchmean")),
-    Case("jsd", "jsd", _make_probs,
-         lambda m, a, b: m.LigerJSDFunction.apply(a, b, None, 0.5),
-         _jsd_ref),
-    # dots, masks, a row softmax and tl.trans of loaded tiles (its backward's dot(trans(attn), do));
-    # fp32 dots are TF32 by default (tilejit's interpreter rounds as the tensor cores do: 1e-3 off)
-    Case("neighborhood_attention", "fused_neighborhood_attention", _make_neighborhood,
-         lambda m, q, k, v: m.LigerFusedNeighborhoodAttentionFunction.apply(q, k, v, 7, 1, None),
-         _neighborhood_ref, tol=5e-3),
-]
 
 
 # ----------------------------------------------------------------------------------------------
