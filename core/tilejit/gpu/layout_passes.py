@@ -165,6 +165,8 @@ class _CoalesceAnchors(_Layouts):
     def coalesce_anchors(self) -> None:
         best: Dict[int, tuple] = {}
         anchors: Dict[int, list] = {}
+        accesses = {}   # id(op) -> (op, shape, order, vec, the pointer's vec without the mask)
+        threads = self.cfg.warp_size * self.cfg.num_warps
         for op in self.func.walk():
             if op.name not in ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_load", "tt.atomic_store") \
                     or not op.operands:
@@ -180,10 +182,11 @@ class _CoalesceAnchors(_Layouts):
                 # (Liger's fp32 group norm converted two 65536-element blocks per iteration).
                 continue
             order = access_order(self.analysis, ptr)
-            mask = op.operand("mask")
-            vec = vector_width(self.analysis, ptr, order[0], mask)
-            threads = self.cfg.warp_size * self.cfg.num_warps
-            vec = max(1, min(vec, ir.TensorType(shape, ir.i8).numel // threads))
+            cap = max(1, ir.TensorType(shape, ir.i8).numel // threads)
+            vec = min(vector_width(self.analysis, ptr, order[0], op.operand("mask")), cap)
+            accesses[id(op)] = (op, tuple(shape), tuple(order), vec, min(vector_width(self.analysis, ptr, order[0]), cap))
+        self._widen_loads_for_their_stores(accesses)
+        for op, shape, order, vec, _ in accesses.values():
             self.access_layouts[id(op)] = op.attrs[ACCESS] = self.access_layout(shape, order, vec)
             key = (ir.TensorType(shape, ir.i8).numel, vec)
             anchors.setdefault(len(shape), []).append((tuple(shape), tuple(order)))
@@ -205,6 +208,45 @@ class _CoalesceAnchors(_Layouts):
             enc = self.access_layouts.get(id(op))
             if enc is not None and op.name != "tt.store" and op.results and _is_tensor(op.results[0]):
                 self.fix(op.results[0], enc)
+
+    @staticmethod
+    def _widen_loads_for_their_stores(accesses: dict) -> None:
+        """A load whose mask, not its pointer, keeps it narrower than a store its value is stored by
+        (elementwise, same shape and order) takes that store's width: its layout is the store's, and
+        the mask narrows only its instructions (scalar loads, several a thread), as Triton lays out
+        accesses by their pointers alone. Liger's multi-token attention masks the future with
+        `col > row` (a mask of single elements) on the load and bounds only on the store: the 512x512
+        tile went through a 130 KiB layout conversion between them. A load whose stores are as
+        narrow (softmax over a row length that is not a multiple of the vector) keeps its layout,
+        coalesced element by element."""
+        stores = {}
+        for key, (op, shape, order, vec, _) in accesses.items():
+            if op.name == "tt.store":
+                stores[key] = (shape, order, vec)
+        for key, (op, shape, order, vec, ptr_vec) in list(accesses.items()):
+            if op.name != "tt.load" or vec >= ptr_vec:
+                continue
+            widest = max((w for st_shape, st_order, w in (stores[id(s)] for s in _stores_of(op.results[0]) if id(s) in stores)
+                          if st_shape == shape and st_order == order), default=vec)
+            if widest > vec:
+                accesses[key] = (op, shape, order, min(widest, ptr_vec), ptr_vec)
+
+
+def _stores_of(v: ir.Value, limit: int = 64) -> list:
+    """The `tt.store` ops storing `v`, or values computed from it by elementwise ops of its shape."""
+    found, seen, work = [], set(), [v]
+    while work and len(seen) < limit:
+        value = work.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        for user, index in value.uses:
+            if user.name == "tt.store" and index == 1:
+                found.append(user)
+            elif (ir.op_info(user.name).elementwise and not user.regions and user.results
+                  and _is_tensor(user.results[0]) and user.results[0].type.shape == value.type.shape):
+                work.extend(user.results)
+    return found
 
 
 class _AccelerateMatmul(_Layouts):
