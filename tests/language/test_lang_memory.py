@@ -321,3 +321,21 @@ def test_atomic_old_values_reach_every_copy_of_an_element(device, dtype):
     _atomic_old_values_summed[(1,)](counter, out, N=4, num_warps=4)
     np.testing.assert_array_equal(device.numpy(out), [start.sum(), (start + 1).sum()])
     np.testing.assert_array_equal(device.numpy(counter), start + 10)
+
+
+@pytest.mark.parametrize("n_blocks", [3, 4])
+def test_sums_accumulated_under_ifs_then_atomically_added(device, n_blocks):
+    """Liger's attention-residual backward in small: sums built over unrolled blocks under runtime
+    `if`s, stored gradients beside them, then atomic_add of the sums from every token."""
+    from accumulation_kernels import blockwise_gradient_sums
+    tokens, D = 5, 48
+    v = np.random.default_rng(3).integers(-4, 5, (n_blocks, tokens, D)).astype(np.float16)
+    w = np.random.default_rng(4).integers(-3, 4, D).astype(np.float16)
+    dw, dv = device.zeros((2 * D,), np.float32), device.zeros((n_blocks, tokens, D), np.float16)
+    blockwise_gradient_sums[(tokens,)](device.tensor(v), device.tensor(w), dw, dv, n_blocks, tokens, D,
+                                       BLOCK_D=64, MAX_BLOCKS=4)
+    v32, w32 = v.astype(np.float32), w.astype(np.float32)
+    weights = np.arange(1, n_blocks + 1, dtype=np.float32)[:, None, None]
+    np.testing.assert_array_equal(device.numpy(dw)[:D], (v32 * weights).sum(axis=(0, 1)))
+    np.testing.assert_array_equal(device.numpy(dw)[D:], (v32 * w32).sum(axis=(0, 1)))
+    np.testing.assert_array_equal(device.numpy(dv), (v32 * w32).astype(np.float16))

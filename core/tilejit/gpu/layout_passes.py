@@ -503,7 +503,12 @@ class _AssignLayouts(_Layouts):
                 # As Triton: a stored value computed elementwise from loads that agree on a layout is
                 # computed in theirs and converted once, before the store; wishing the store's layout
                 # up its chain converted the loaded inputs instead (Liger's JSD: four conversions).
-                source = self._source_layout(v, {}) if name == "tt.store" and i == 1 else None
+                # So for the value an atomic adds or stores: Liger's attention-residual backward sums
+                # two fp32 [4096] gradients over eight unrolled blocks of bf16 loads, then
+                # atomic_adds them; the atomics' wish converted each block's tiles there and back
+                # (26 conversions of 4096 values a token; now two, as Triton).
+                source = (self._source_layout(v, {}) if name in ("tt.store", "tt.atomic_rmw", "tt.atomic_store")
+                          and i == 1 else None)
                 self.want(v, source if isinstance(source, BlockedEncoding) else enc)
         elif name == "scf.yield" and op.parent is not None and op.parent.parent_op is not None:
             owner = op.parent.parent_op
@@ -541,6 +546,8 @@ class _AssignLayouts(_Layouts):
         elif isinstance(op, ir.Operation) and depth < 64:
             if op.name == "scf.for":
                 result = self._loop_result_source(op, v, memo, depth)
+            elif op.name == "scf.if":
+                result = self._if_result_source(op, v, memo, depth)
             elif op.name in ("arith.constant", "tt.splat", "tt.make_range", "tt.broadcast"):
                 # a broadcast is as cheap in any layout: its smaller source follows
                 result = _NEUTRAL
@@ -583,6 +590,24 @@ class _AssignLayouts(_Layouts):
         inner = {id(body.args[k + 1]): _NEUTRAL}   # the carried value: its own memo, not the caller's
         found = {self._source_layout(yielded, inner, depth + 1),
                  self._source_layout(loop.operand_group("inits")[k], memo, depth + 1)}
+        found.discard(_NEUTRAL)
+        return _NEUTRAL if not found else found.pop() if len(found) == 1 else None
+
+    def _if_result_source(self, op: ir.Operation, v: ir.Value, memo: dict, depth: int):
+        """`_source_layout` of an `if`'s result: the one its branches' yielded values share. Liger's
+        attention-residual backward accumulates two gradients over `tl.static_range` blocks, each
+        under `if i < n_blocks` (an `if` yielding the sum, or the sum so far), then atomic-adds them."""
+        k = op.results.index(v)
+        found = set()
+        for region in op.regions:
+            block = region.blocks[0] if region.blocks else None
+            term = block.ops[-1] if block is not None and block.ops else None
+            if term is None or term.name != "scf.yield":
+                return None
+            yielded = term.operands[k]
+            if not _is_tensor(yielded) or yielded.type.shape != v.type.shape:
+                return None
+            found.add(self._source_layout(yielded, memo, depth + 1))
         found.discard(_NEUTRAL)
         return _NEUTRAL if not found else found.pop() if len(found) == 1 else None
 
