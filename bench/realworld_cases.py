@@ -33,9 +33,12 @@ def _t(*shape, device, dtype, grad=True, scale=1.0):
     return (torch.randn(shape, device=device, dtype=dtype) * scale).requires_grad_(grad)
 
 
+def _rms(x, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 def _rms_ref(x, w, eps=1e-6):
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+    return _rms(x.float(), eps).to(x.dtype) * w
 
 
 def _sparsemax_ref(x):
@@ -114,10 +117,6 @@ def _neighborhood_ref(q, k, v, kernel_size=7, dilation=1):
     seen = (rel.abs() <= kernel_size // 2 * dilation) & (rel % dilation == 0)
     scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
     return (scores.masked_fill(~seen, float("-inf")).softmax(-1) @ v.float()).to(q.dtype)
-
-
-def _rms(x, eps=1e-6):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def _probs(*shape, device, dtype, grad):

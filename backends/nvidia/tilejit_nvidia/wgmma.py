@@ -268,8 +268,7 @@ def staged_tile(self, value: ir.Value, inner=None):
         return operand_tile(tuple(t.shape), inner, 1) if inner is not None else None
     if t.rank != 2 or str(ir.element_type(t)) not in ("f16", "bf16"):
         return None
-    pending = self.renamed.get(id(value))   # (asked before `value` is lowered too: then its type's)
-    layout = pending[1] if pending is not None else self.layout(t)
+    layout = self.layout_read(value)   # (asked before `value` is lowered too: then its type's)
     fitting = [d for d in staging_dims(t.shape) if inner is None or d == inner]
     if not fitting:
         return None

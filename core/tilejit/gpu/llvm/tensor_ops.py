@@ -187,6 +187,11 @@ class TensorOps:
         pending = self.renamed.get(id(v))
         return pending if pending is not None else (self.get(v), self.layout(v.type))
 
+    def layout_read(self, v: ir.Value):
+        """The layout `registers_of(v)` reads `v` in; before `v` is lowered, its type's."""
+        pending = self.renamed.get(id(v))
+        return pending[1] if pending is not None else self.layout(v.type)
+
     def _in_registers(self, result, values, layout) -> bool:
         """Set `result` from `values`, laid out by `layout` (a layout of the result's shape), when each
         thread already holds the result's elements: then only the register order may differ."""
