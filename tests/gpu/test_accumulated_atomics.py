@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tilejit import ir
+from toolchain_paths import needs_lld, needs_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "language"))
 from accumulation_kernels import blockwise_gradient_sums  # noqa: E402
@@ -19,7 +20,8 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEJIT_CACHE_DIR", str(tmp_path))
 
 
-@pytest.mark.parametrize("target", ["cuda:90", "hip:gfx942"])
+@pytest.mark.parametrize("target", [pytest.param("cuda:90", marks=needs_ptxas),
+                                    pytest.param("hip:gfx942", marks=needs_lld)])
 def test_sums_under_ifs_convert_once_before_their_atomics(target):
     kernel = blockwise_gradient_sums.warmup("*bf16", "*bf16", "*fp32", "*bf16", 8, 4096, 4096, BLOCK_D=4096,
                                             MAX_BLOCKS=8, num_warps=8, grid=(1,), target=target)
