@@ -292,6 +292,28 @@ def _kernel_breakdown(triton: dict, tilejit: dict, below: float = 0.95) -> str:
     return "".join(lines)
 
 
+def _tuned_configs(lib) -> dict:
+    """{kernel name: its autotuner's chosen config} over the library copy's modules: where a kernel's
+    ratio is low, whether the two compilers picked the same config says where to look."""
+    found = {}
+    for module in list(lib.modules.values()):
+        for value in list(vars(module).values()):
+            config = getattr(value, "best_config", None)
+            fn = getattr(value, "fn", None)
+            while fn is not None and not hasattr(fn, "__name__"):
+                fn = getattr(fn, "fn", None)
+            if config is not None and fn is not None:
+                found[fn.__name__] = str(config)
+    return found
+
+
+def _config_lines(libs, kernels) -> str:
+    """Lines naming the config each compiler's autotuner chose, for the autotuned ones of `kernels`."""
+    chosen = [_tuned_configs(lib) for lib in libs]
+    return "".join(f"\n    {name[:40]:40} config triton: {chosen[0][name]} | tilejit: {chosen[1].get(name, '-')}"
+                   for name in sorted(chosen[0]) if len(chosen) == 2 and name in kernels)
+
+
 def _ratio(triton_s: float, tilejit_s: float) -> str:
     return f"{triton_s / tilejit_s:.2f}" if tilejit_s > 0 else "-"
 
@@ -384,7 +406,8 @@ def main(argv=None) -> int:
             if kernel_ratios:
                 kinds = ("fwd_kernels", "fwdbwd_kernels")
                 row += "".join(f" {_ratio(sum(results[0][k].values()), sum(results[1][k].values())):>8}" for k in kinds)
-                row += _kernel_breakdown(results[0]["fwdbwd_kernels"], results[1]["fwdbwd_kernels"])
+                breakdown = _kernel_breakdown(results[0]["fwdbwd_kernels"], results[1]["fwdbwd_kernels"])
+                row += breakdown + (_config_lines(libs, set(results[0]["fwdbwd_kernels"])) if breakdown else "")
         print(row, flush=True)
     if failures:
         print("\nnot ok:")

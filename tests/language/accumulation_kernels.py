@@ -24,3 +24,15 @@ def blockwise_gradient_sums(v_ptr, w_ptr, dw_ptr, dv_ptr, n_blocks, n_tokens, D,
             acc_b += v * w
     tl.atomic_add(dw_ptr + cols, acc_a, mask=d_mask)
     tl.atomic_add(dw_ptr + D + cols, acc_b, mask=d_mask)
+
+
+@tilejit.jit
+def wide_atomic_add(target_ptr, vals_ptr, old_ptr, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    """Every program atomic-adds its BLOCK values (several consecutive elements a thread: one vector
+    atomic on sm_90) into one shared row, masked past `n`, and stores the old values it got back."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    vals = tl.load(vals_ptr + pid * BLOCK + offs, mask=mask, other=0.0).to(DTYPE)
+    old = tl.atomic_add(target_ptr.to(tl.pointer_type(DTYPE)) + offs, vals, mask=mask, sem="relaxed")
+    tl.store(old_ptr.to(tl.pointer_type(DTYPE)) + pid * BLOCK + offs, old, mask=mask)

@@ -339,3 +339,34 @@ def test_sums_accumulated_under_ifs_then_atomically_added(device, n_blocks):
     np.testing.assert_array_equal(device.numpy(dw)[:D], (v32 * weights).sum(axis=(0, 1)))
     np.testing.assert_array_equal(device.numpy(dw)[D:], (v32 * w32).sum(axis=(0, 1)))
     np.testing.assert_array_equal(device.numpy(dv), (v32 * w32).astype(np.float16))
+
+
+def _from_bits(bits, dtype):
+    """float32 values of an array holding `dtype` ("float32", "float16" or "bfloat16") or its bits."""
+    if dtype == "float32":
+        return bits
+    if dtype == "float16":
+        return bits.view(np.float16).astype(np.float32)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("n", [992, 1000])   # a multiple of 16 (vector atomics on sm_90), and not
+def test_wide_atomic_adds_from_many_programs(device, dtype, n):
+    """Eight consecutive elements a thread, atomic-added by 6 programs into one row: the totals,
+    the masked tail untouched, and every old value one step of its element's chain of updates."""
+    from accumulation_kernels import wide_atomic_add
+    import tilejit.language as tl
+    programs, block = 6, 1024
+    vals = np.random.default_rng(5).integers(1, 9, (programs, block)).astype(np.float32)  # exact sums
+    storage = np.float32 if dtype == "float32" else np.uint16
+    init = np.zeros(block, storage)
+    target, old = device.tensor(init), device.zeros((programs, block), storage)
+    wide_atomic_add[(programs,)](target, device.tensor(vals), old, n, DTYPE=getattr(tl, dtype), BLOCK=block,
+                                 num_warps=4)
+    got, old = _from_bits(device.numpy(target), dtype), _from_bits(device.numpy(old), dtype)
+    np.testing.assert_array_equal(got[:n], vals[:, :n].sum(axis=0))
+    np.testing.assert_array_equal(got[n:], 0)
+    for j in (0, 7, 8, 500, n - 1):
+        # each update took its element from one value to the next: {old + val} + {0} == {old} + {final}
+        assert sorted(list(old[:, j] + vals[:, j]) + [0.0]) == sorted(list(old[:, j]) + [got[j]])

@@ -257,6 +257,12 @@ class NvidiaISA(TargetDescription):
         old = memory_ptx.atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem)
         return old if old is not None else super().atomic_rmw(builder, kind, ptr, value, sem, scope, elem)
 
+    def vector_atomic_width(self, kind, elem):
+        return memory_ptx.vector_atomic_width(self, kind, elem)
+
+    def vector_atomic_rmw(self, builder, kind, ptr, values, sem, scope, elem, pred=None):
+        return memory_ptx.vector_atomic_rmw(self, builder, kind, ptr, values, sem, scope, elem, pred)
+
     def atomic_cas(self, builder, ptr, cmp, value, sem, scope):
         old = memory_ptx.atomic_cas(self, builder, ptr, cmp, value, sem, scope)
         return old if old is not None else super().atomic_cas(builder, ptr, cmp, value, sem, scope)

@@ -187,6 +187,37 @@ def atomic_rmw(isa, builder, kind: str, ptr, value, sem: str, scope: str, elem: 
     return old if value.type == ity else builder.bitcast(old, value.type)
 
 
+def vector_atomic_width(isa, kind: str, elem: str) -> int:
+    """Elements one `atom.global...v<N>` adds (sm_90, PTX ISA 8.1): 4 f32, or 8 f16 / bf16; 1 where
+    there is no vector form (integers, other ops, older targets). Triton uses these on sm_90: Liger's
+    modulated RMS norm backward issues a quarter of the atomics with them."""
+    if kind != "fadd" or isa.arch < 90 or _ptx_version(isa.arch) < 81:
+        return 1
+    return {"f32": 4, "f16": 8, "bf16": 8}.get(elem, 1)
+
+
+def vector_atomic_rmw(isa, builder, kind: str, ptr, values, sem: str, scope: str, elem: str, pred=None):
+    """`@p atom.global.<scope>.<sem>.add[.noftz].v<N>.<type>` of `values` (N consecutive elements
+    at `ptr`, aligned to their size) where the i1 `pred` holds; returns the old values (undefined
+    where `pred` fails), or None where `vector_atomic_width` allows no such vector."""
+    count = len(values)
+    if count < 2 or count > vector_atomic_width(isa, kind, elem):
+        return None
+    bits = _bits(values[0].type)
+    reg, ity = _REGISTER[bits], llir.IntType(bits)
+    words = [v if v.type == ity else builder.bitcast(v, ity) for v in values]
+    spelled = "add.f32" if elem == "f32" else f"add.noftz.{elem}"
+    op, ty = spelled.rsplit(".", 1)
+    guard = f"@${2 * count + 1} " if pred is not None else ""
+    text = (f"{guard}atom.global.{scope}.{sem}.{op}.v{count}.{ty} {_operands(0, count)}, [${count}], "
+            f"{_operands(count + 1, count)};")
+    constraints = [f"={reg}"] * count + ["l"] + [reg] * count + (["b"] if pred is not None else [])
+    res = _asm(builder, llir.LiteralStructType([ity] * count), text, ",".join(constraints + ["~{memory}"]),
+               [ptr] + words + ([pred] if pred is not None else []))
+    olds = [builder.extract_value(res, i) for i in range(count)]
+    return [o if o.type == values[0].type else builder.bitcast(o, values[0].type) for o in olds]
+
+
 def atomic_cas(isa, builder, ptr, cmp, value, sem: str, scope: str):
     """`atom.global.<sem>.<scope>.cas.b<N>` on integers (b16 included), or None before sm_70."""
     bits = _bits(value.type)

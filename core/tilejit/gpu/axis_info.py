@@ -131,6 +131,9 @@ class AxisAnalysis:
         if name in ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci"):
             # Widening keeps every property; truncation keeps them for the index ranges tensors have.
             return ins[0]
+        if name == "tt.bitcast" and ir.is_ptr(r.type) and not ir.is_block_ptr(r.type) and ins:
+            # `ptr.to(tl.pointer_type(...))`: the same addresses (divisibility is in bytes)
+            return ins[0]
         if name == "tt.get_program_id" or name == "tt.get_num_programs":
             return AxisInfo((1,), (1,), (1,))
         if name == "tt.expand_dims":

@@ -230,6 +230,18 @@ class TargetDescription(abc.ABC):
             return None
         return builder.atomic_rmw(kind, ptr, value, _LLVM_ORDERING[sem])
 
+    def vector_atomic_width(self, kind: str, elem: str) -> int:
+        """Consecutive elements one atomic instruction of this target may update (`kind` and `elem`
+        as in `atomic_rmw`); 1: no vector atomics, the core issues one atomic per element."""
+        return 1
+
+    def vector_atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, values, sem: str, scope: str, elem: str,
+                          pred=None):
+        """`atomic_rmw` of `len(values)` consecutive elements from `ptr` (aligned to their size) in
+        one instruction, where the i1 `pred` holds (None: always); returns their old values
+        (undefined where `pred` fails), or None where the target has no such instruction."""
+        return None
+
     def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):
         """Compare-and-swap of integers: `*ptr = value` where `*ptr == cmp`; returns the old value."""
         pair = builder.cmpxchg(ptr, cmp, value, _LLVM_ORDERING[sem], "monotonic")

@@ -438,10 +438,13 @@ class TensorOps:
     _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
             "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
 
-    def _atomic_each(self, op, make, after=None):
+    def _atomic_each(self, op, make, after=None, vector=None):
         """Apply `make(i)` (an atomic on element i) once per element, in the owning thread only; the
         old values are shared with replicas (and, for scalars, with the whole CTA) via shared memory.
-        `after()` runs in every thread once the atomics are made, before the values are shared."""
+        `after()` runs in every thread once the atomics are made, before the values are shared.
+        `vector` (kind, IR element name, values, sem, scope): where the target updates consecutive
+        elements in one instruction (`vector_atomic_rmw`), runs of them the pointers' alignment and
+        the mask allow go together, predicated, instead of one branch-guarded atomic each."""
         ptr = op.operands[0]
         is_tensor = isinstance(ptr.type, ir.TensorType)
         layout = self.layout(ptr.type)
@@ -450,10 +453,17 @@ class TensorOps:
         mask = op.operand("mask") if op.name in ("tt.atomic_rmw", "tt.atomic_load") else None
         masks = self.get(mask) if mask is not None else None
         elem = llvm_type(op.result.type)
+        vec = 1
+        if vector is not None and is_tensor:
+            vec = min(self._vector_width(op, ptr, mask), self.isa.vector_atomic_width(vector[0], vector[1]))
         results = []
-        for i in range(len(self.get(ptr))):
-            cond = owner if masks is None else self.b.and_(owner, masks[i])
-            results.append(self._guarded(cond, lambda i=i: make(i), llir.Constant(elem, None)))
+        for g in range(0, len(self.get(ptr)), vec):
+            cond = owner if masks is None else self.b.and_(owner, masks[g])
+            group = self._vector_atomic(self.get(ptr)[g], vector, g, vec, cond, elem) if vec > 1 else None
+            if group is None:
+                group = [self._guarded(owner if masks is None else self.b.and_(owner, masks[i]),
+                                       lambda i=i: make(i), llir.Constant(elem, None)) for i in range(g, g + vec)]
+            results.extend(group)
         if after is not None:
             after()
         if not is_tensor:
@@ -481,6 +491,17 @@ class TensorOps:
             results = [self.b.load(slot, typ=elem) for slot in slots]
             self.isa.barrier(self.b)
         self.set(op.result, results)
+
+    def _vector_atomic(self, ptr, vector, first, count, cond, elem):
+        """One `vector_atomic_rmw` of elements first..first+count-1 where `cond` holds; None where
+        the target declines it."""
+        kind, elem_name, vals, sem, scope = vector
+        if isinstance(cond, llir.Constant) and isinstance(cond.constant, int):
+            if not cond.constant:   # nobody updates these elements
+                return [llir.Constant(elem, None)] * count
+            cond = None
+        values = [vals[i] if len(vals) > 1 else vals[0] for i in range(first, first + count)]
+        return self.isa.vector_atomic_rmw(self.b, kind, ptr, values, sem, scope, elem_name, cond)
 
     def lower_atomic_rmw(self, op):
         kind = op.attrs.get("atomic_rmw_op", "add")
@@ -515,10 +536,11 @@ class TensorOps:
                 old = self.isa.atomic_rmw(self.b, "fadd", ptrs[i], vals[i if len(vals) > 1 else 0], sem, scope,
                                           str(elem_t))
                 return old if old is not None else self._cas_loop(ptrs[i], lambda old: combine(old, i), sem, scope)
-            self._atomic_each(op, add)
+            self._atomic_each(op, add, vector=("fadd", str(elem_t), vals, sem, scope) if kind == "fadd" else None)
             return
         self._atomic_each(op, lambda i: self.isa.atomic_rmw(self.b, self._RMW[kind], ptrs[i],
-                                                            vals[i if len(vals) > 1 else 0], sem, scope, str(elem_t)))
+                                                            vals[i if len(vals) > 1 else 0], sem, scope, str(elem_t)),
+                          vector=(self._RMW[kind], str(elem_t), vals, sem, scope))
 
     def _half_minmax(self, op, kind, ptrs, vals, sem, scope):
         """fp16/bf16 atomic max/min (descriptor reductions; no GPU has the atom): a compare-and-swap
