@@ -252,3 +252,24 @@ def transposed_product_kernel(a_ptr, b_ptr, q_ptr, r_ptr, o_ptr, u_ptr, M: tl.co
     r = tl.load(r_ptr + n[:, None] * M + m[None, :])    # [N, M]
     tl.store(o_ptr + m[:, None] * N + n[None, :], tl.dot(tl.trans(p), q))
     tl.store(u_ptr + n[:, None] * M + m[None, :], tl.dot(r, tl.trans(p)))
+
+
+@tilejit.jit
+def paired_projection_kernel(d_ptr, w_ptr, out_ptr, rows, K: tl.constexpr, N: tl.constexpr, BM: tl.constexpr,
+                             BN: tl.constexpr, BK: tl.constexpr):
+    """out = d[:, :K] @ w[:K] + d[:, K:] @ w[K:], two accumulators over one K loop whose dots share
+    only indices, summed after it (Liger's MoE backward dx: the gate and up halves); rows masked."""
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    row_mask = m < rows
+    acc_gate = tl.zeros((BM, BN), dtype=tl.float32)
+    acc_up = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in tl.range(0, K, BK):
+        kk = k0 + k
+        d_gate = tl.load(d_ptr + m[:, None] * (2 * K) + kk[None, :], mask=row_mask[:, None], other=0.0)
+        w_gate = tl.load(w_ptr + kk[:, None] * N + n[None, :])
+        acc_gate = tl.dot(d_gate, w_gate, acc=acc_gate)
+        d_up = tl.load(d_ptr + m[:, None] * (2 * K) + (K + kk)[None, :], mask=row_mask[:, None], other=0.0)
+        w_up = tl.load(w_ptr + (K + kk)[:, None] * N + n[None, :])
+        acc_up = tl.dot(d_up, w_up, acc=acc_up)
+    acc = acc_gate + acc_up
+    tl.store(out_ptr + m[:, None] * N + n[None, :], acc, mask=row_mask[:, None])

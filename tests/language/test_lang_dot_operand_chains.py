@@ -9,7 +9,8 @@ import pytest
 
 from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
                          key_gated_state_kernel, key_gated_state_kernel_in_place, scaled_gram_kernel,
-                         state_gradient_kernel, transposed_product_kernel, two_dots_kernel)
+                         state_gradient_kernel, transposed_product_kernel, two_dots_kernel,
+                         paired_projection_kernel)
 
 RNG = np.random.default_rng(29)
 
@@ -207,3 +208,18 @@ def test_transposed_dot_result_feeds_both_operands(device, M, N, warps):
     p = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16).astype(np.float64)
     np.testing.assert_array_equal(device.numpy(o), p.T @ q.astype(np.float64))
     np.testing.assert_array_equal(device.numpy(u), r.astype(np.float64) @ p.T)
+
+
+@pytest.mark.parametrize("rows", [64, 45])
+def test_two_dots_sharing_only_indices(device, rows):
+    """Two accumulators of 64x128 tiles over one K loop, summed after it (Liger's MoE dx): on sm_90
+    both dots run wgmma with the warpgroup along M (the generic chain rule asked for warps along N)."""
+    K, N = 128, 128
+    d = RNG.uniform(-1, 1, (64, 2 * K)).astype(np.float16)
+    w = RNG.uniform(-1, 1, (2 * K, N)).astype(np.float16)
+    out = device.zeros((64, N), np.float32)
+    paired_projection_kernel[(1,)](device.tensor(d), device.tensor(w), out, rows, K=K, N=N, BM=64, BN=128, BK=32,
+                                   num_warps=4)
+    want = d.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(device.numpy(out)[:rows], want[:rows], rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(device.numpy(out)[rows:], 0)

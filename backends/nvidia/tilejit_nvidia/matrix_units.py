@@ -168,7 +168,12 @@ class Wgmma(MatrixUnit):
         K-major (a column block is a row offset), or N blocks of whole 128-byte slabs."""
         W = dot.num_warps
         chained = dot.chained_warps()
-        if chained in (None, (W, 1)) and self._fits(dot.op, M, N, W, kind):
+        # One warpgroup has one wgmma arrangement, all warps along M. Dots that share only indices,
+        # or whose results meet after the loop (Liger's MoE backward: acc_gate and acc_up, 64x128
+        # tiles, where the generic rule asks for warps along N), take it as Triton does: it
+        # looks for chains forward from a dot's result only.
+        single_group = W == 4 and not _a_of_a_dot(dot.op) and not _feeds_a_dot(dot.op)
+        if (chained in (None, (W, 1)) or single_group) and self._fits(dot.op, M, N, W, kind):
             return (W, 1)
         groups = W // 4
         if kind not in ("f16", "bf16", "fp8") or W % 4 or groups < 2 or N % groups:
@@ -226,6 +231,28 @@ def _a_of_a_dot(op: ir.Operation) -> bool:
                     return True
                 continue
             work += [r for r in user.results if isinstance(r.type, ir.TensorType)]
+    return False
+
+
+def _feeds_a_dot(op: ir.Operation) -> bool:
+    """Whether dot `op`'s result reaches another dot of its block (as any operand), or another
+    dot's result reaches its accumulator there: data, not only indices, flows between them."""
+    block = op.parent
+    for start, forward in ((op.result, True), (op.operand("c"), False)):
+        work, seen = [start], set()
+        while work:
+            v = work.pop()
+            if forward:
+                users = [u for u, _ in v.uses if u.parent is block and id(u) not in seen]
+            else:
+                owner = v.owner if isinstance(v.owner, ir.Operation) else None
+                users = [owner] if owner is not None and owner.parent is block and id(owner) not in seen else []
+            for user in users:
+                seen.add(id(user))
+                if user.name == "tt.dot" and user is not op:
+                    return True
+                work += ([r for r in user.results if isinstance(r.type, ir.TensorType)] if forward
+                         else [x for x in user.operands if isinstance(x.type, ir.TensorType)])
     return False
 
 
