@@ -6,7 +6,8 @@ global, and the NVVM intrinsics the core lowering uses (thread and block ids, th
 shuffles) become calls back into Python, where barriers are `threading.Barrier`s and a shuffle is an
 exchange through a list. One CTA runs at a time. Inline PTX (atomics, cp.async, mma) and libdevice
 calls cannot run here: kernels using them are out of scope, except the masked loads and stores
-(`@p ld.global` / `@p st.global`), which become small LLVM functions.
+(`@p ld.global` / `@p st.global`), which become small LLVM functions, and sm_90's vector float adds
+(`@p atom.global.add.v4.f32`, `.noftz.v8.f16` / `.v8.bf16`), done under the GIL in Python.
 
 Every global access is checked as the GPU would fault on it: its address must be a multiple of its
 size (a predicated `ld/st.global.vN.bW`) or of its declared `align` (a plain LLVM load or store), and
@@ -195,6 +196,50 @@ def _predicated_store_definition(name: str, bits: int, count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+_ATOM_TYPES = {"f32": 0, "f16": 1, "bf16": 2}   # the kind `sim_vatom` is told
+_ATOM_BITS = {"f32": 32, "f16": 16, "bf16": 16}
+
+
+def _vector_atomic_definition(name: str, ret: str, ty: str, count: int) -> str:
+    """What `@p atom.global.<scope>.<sem>.add[.noftz].v<count>.<ty> {old}, [a], {words}` does: where
+    the predicate holds (and the access checks out), add each word's value to memory and return the
+    values it held (`sim_vatom`, one Python call: atomic under the GIL), else undefined words."""
+    bits = _ATOM_BITS[ty]
+    word = _word(bits)
+    params = ", ".join(f"{word} %w{i}" for i in range(count))
+    lines = _checked_entry(f'define {ret} @"{name}"(i32 %site, ptr %a, {params}, i1 %p) {{',
+                           count * bits // 8, "go", "skip")
+    lines += [f"  %in = alloca [{count} x {word}]", f"  %out = alloca [{count} x {word}]"]
+    for i in range(count):
+        lines += [f"  %ip{i} = getelementptr [{count} x {word}], ptr %in, i32 0, i32 {i}",
+                  f"  store {word} %w{i}, ptr %ip{i}"]
+    lines.append(f'  call void @"sim_vatom"(i32 {_ATOM_TYPES[ty]}, i32 {count}, ptr %a, ptr %in, ptr %out)')
+    for i in range(count):
+        lines += [f"  %op{i} = getelementptr [{count} x {word}], ptr %out, i32 0, i32 {i}",
+                  f"  %r{i} = load {word}, ptr %op{i}"]
+    packed, value = _pack(count, word, "r", "v", aggregate=ret)
+    lines += packed + [f"  ret {ret} {value}", "skip:", f"  ret {ret} zeroinitializer", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _vatom(kind: int, count: int, address: int, words: int, olds: int) -> None:
+    """`count` float adds at `address` of the values whose bits lie at `words`; the old bits go to
+    `olds`. f16 and bf16 round once from f32 (exact for the sum of two 16-bit values in range)."""
+    np_word = np.uint32 if kind == 0 else np.uint16
+    size = count * np.dtype(np_word).itemsize
+    memory = np.frombuffer((ctypes.c_char * size).from_address(address), np_word)
+    new = np.frombuffer((ctypes.c_char * size).from_address(words), np_word)
+    out = np.frombuffer((ctypes.c_char * size).from_address(olds), np_word)
+    out[:] = memory
+    if kind == 0:
+        memory.view(np.float32)[:] = memory.view(np.float32) + new.view(np.float32)
+    elif kind == 1:
+        memory.view(np.float16)[:] = memory.view(np.float16) + new.view(np.float16)
+    else:
+        for i in range(count):
+            memory[i] = _f32_to_bf16(float(_bf16_to_f32(int(memory[i])) + _bf16_to_f32(int(new[i]))))
+
+
 _SCALAR_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i128": 16, "half": 2, "bfloat": 2,
                  "float": 4, "double": 8, "ptr": 8}
 
@@ -227,6 +272,10 @@ _PREDICATED_STORE = re.compile(
 # `@p ld.global[.vN].bW {outs}, [addr];` with `other` tied to the outputs: (return type, width, count, args)
 _PREDICATED_LOAD = re.compile(
     r'call ([^"]*?) asm sideeffect "@\$\d+ ld\.global(?:\.v(\d))?\.b(\d+) [^"]*", "[^"]*"\(([^\n]*)\)')
+# `@p atom.global.<scope>.<sem>.add[.noftz].v<N>.<type> {outs}, [addr], {ins};`: (return type, N, type, args)
+_VECTOR_ATOMIC = re.compile(
+    r'call (\{[^}"]*\}|%"regs\.\w+") asm sideeffect "@\$\d+ atom\.global\.\w+\.\w+\.add(?:\.noftz)?\.v(\d)\.(f32|f16|bf16) '
+    r'[^"]*", "[^"]*"\(([^\n]*)\)')
 _TYPE = r"<\d+ x (?:i\d+|half|bfloat|float|double|ptr)>|i\d+|half|bfloat|float|double|ptr"
 _VALUE = r'%"[^"]+"|%[-\w.$]+'
 # plain (non-atomic, non-volatile) LLVM accesses to global (1) or shared (3) memory
@@ -280,7 +329,15 @@ def _rewrite_accesses(ir: str, sites: list) -> str:
         number = site(m, f"{'shared' if space == _SHARED else 'global'} store {ty} (align {align})")
         return f'call void @"{name}"(i32 {number}, {ty} {value}, ptr addrspace({space}) {ptr})'
 
-    for pattern, rewrite in ((_PREDICATED_STORE, predicated_store), (_PREDICATED_LOAD, predicated_load),
+    def vector_atomic(m):
+        ret, count, ty, args = m.group(1).strip(), int(m.group(2)), m.group(3), m.group(4)
+        name = f"sim_vatom_{ty}_{count}"
+        definitions[name] = _vector_atomic_definition(name, ret, ty, count)
+        number = site(m, f"predicated atom.global.add.v{count}.{ty}")
+        return f'call {ret} @"{name}"(i32 {number}, {args})'
+
+    for pattern, rewrite in ((_VECTOR_ATOMIC, vector_atomic), (_PREDICATED_STORE, predicated_store),
+                             (_PREDICATED_LOAD, predicated_load),
                              (_PLAIN_LOAD, plain_load), (_PLAIN_STORE, plain_store)):
         ir = pattern.sub(rewrite, ir)
     return ir + _CHECK + "".join("\n" + text for text in definitions.values())
@@ -344,6 +401,8 @@ def _install():
     _callbacks["__truncsfhf2"] = half_fn(lambda f: _half_bits(np.float32(f)))
     _callbacks["__truncdfhf2"] = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double)(lambda d: _half_bits(np.float64(d)))
     _callbacks["__extendhfdf2"] = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_float)(lambda h: float(_half_of(h)))
+    _callbacks["sim_vatom"] = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                                               ctypes.c_void_p)(_vatom)
     for kind in ("idx", "bfly", "down", "up"):
         _callbacks["sim_shfl_" + kind] = shuffle_fn(lambda mask, v, b, c, kind=kind: _shuffle(kind, v, b))
     for name, cb in _callbacks.items():
@@ -388,6 +447,8 @@ def to_host_ir(ir: str, shared_bytes: int = 1 << 18, sites: list | None = None) 
     ir = re.sub(r"bitcast bfloat (\S+) to i16", r"bitcast i16 \1 to i16", ir)
     ir = re.sub(r"bitcast i16 (\S+) to bfloat", r"bitcast i16 \1 to i16", ir)
     ir = re.sub(r"(fadd|fsub|fmul)( contract)? bfloat (\S+), (\S+)", r'call i16 @"sim_bf16_\1"(i16 \3, i16 \4)', ir)
+    if '@"sim_vatom"(' in ir:
+        ir += '\ndeclare void @"sim_vatom"(i32, i32, ptr, ptr, ptr)\n'
     if "sim_f32_to_bf16" in ir:
         ir += '\ndeclare i16 @"sim_f32_to_bf16"(float)\n'
     if "sim_bf16_to_f32" in ir:

@@ -31,3 +31,25 @@ def test_sums_under_ifs_convert_once_before_their_atomics(target):
     assert len(atomics) == 2 and len(converts) == 2
     assert all(c.parent is func.regions[0].blocks[0] for c in converts)   # none inside the ifs
     assert {id(a.operands[1].owner) for a in atomics} == {id(c) for c in converts}
+
+
+@needs_ptxas
+def test_sums_under_ifs_run_on_the_host():
+    """The cuda:90 lowering of the same kernel (vector atomics, 16 elements a thread) run with
+    simt_runner: three tokens, three of eight blocks live."""
+    import numpy as np
+    from simt_runner import run
+    kernel = blockwise_gradient_sums.warmup("*fp16", "*fp16", "*fp32", "*fp16", 3, 3, 4096, BLOCK_D=4096,
+                                            MAX_BLOCKS=8, num_warps=8, grid=(1,), target="cuda:90")
+    assert "atom.global.gpu.acq_rel.add.v4.f32" in kernel.asm["llir"]
+    n_blocks, tokens, D = 3, 3, 4096
+    rng = np.random.default_rng(3)
+    v = rng.integers(-4, 5, (n_blocks, tokens, D)).astype(np.float16)
+    w = rng.integers(-3, 4, D).astype(np.float16)
+    dw, dv = np.zeros(2 * D, np.float32), np.zeros((n_blocks, tokens, D), np.float16)
+    run(kernel.asm["llir"], [v, w, dw, dv, n_blocks, tokens, D], 8, grid=tokens, shared=kernel.metadata["shared"])
+    v32, w32 = v.astype(np.float32), w.astype(np.float32)
+    weights = np.arange(1, n_blocks + 1, dtype=np.float32)[:, None, None]
+    np.testing.assert_array_equal(dw[:D], (v32 * weights).sum(axis=(0, 1)))
+    np.testing.assert_array_equal(dw[D:], (v32 * w32).sum(axis=(0, 1)))
+    np.testing.assert_array_equal(dv, (v32 * w32).astype(np.float16))
