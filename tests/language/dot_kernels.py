@@ -273,3 +273,20 @@ def paired_projection_kernel(d_ptr, w_ptr, out_ptr, rows, K: tl.constexpr, N: tl
         acc_up = tl.dot(d_up, w_up, acc=acc_up)
     acc = acc_gate + acc_up
     tl.store(out_ptr + m[:, None] * N + n[None, :], acc, mask=row_mask[:, None])
+
+
+@tilejit.jit
+def gathered_rows_matmul(a_ptr, x_ptr, idx_ptr, out_ptr, T, H: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr, STAGES: tl.constexpr):
+    """out = a @ x[idx] over a loop of T rows: B is a gather whose row indices are loaded in the
+    same iteration (Liger's MoE weight gradients read their tokens so); the tail masked."""
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in tl.range(0, T, BK, num_stages=STAGES):
+        kk = k0 + k
+        k_mask = kk < T
+        a = tl.load(a_ptr + m[:, None] * T + kk[None, :], mask=k_mask[None, :], other=0.0)
+        rows = tl.load(idx_ptr + kk, mask=k_mask, other=0).to(tl.int64)
+        x = tl.load(x_ptr + rows[:, None] * H + n[None, :], mask=k_mask[:, None], other=0.0)
+        acc = tl.dot(a, x, acc)
+    tl.store(out_ptr + m[:, None] * BN + n[None, :], acc)

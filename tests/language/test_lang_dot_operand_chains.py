@@ -10,7 +10,7 @@ import pytest
 from dot_kernels import (chunk_dq_dk_kernel, delta_state_kernel, gated_state_kernel, gated_tf32_dot_kernel,
                          key_gated_state_kernel, key_gated_state_kernel_in_place, scaled_gram_kernel,
                          state_gradient_kernel, transposed_product_kernel, two_dots_kernel,
-                         paired_projection_kernel)
+                         paired_projection_kernel, gathered_rows_matmul)
 
 RNG = np.random.default_rng(29)
 
@@ -223,3 +223,19 @@ def test_two_dots_sharing_only_indices(device, rows):
     want = d.astype(np.float64) @ w.astype(np.float64)
     np.testing.assert_allclose(device.numpy(out)[:rows], want[:rows], rtol=2e-3, atol=2e-3)
     np.testing.assert_array_equal(device.numpy(out)[rows:], 0)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("T", [128, 112])
+def test_dot_of_rows_gathered_by_loaded_indices(device, T, stages):
+    """B gathered through indices loaded in the same iteration (on sm_90 both are pipelined: the
+    indices loaded ahead, then the gather's copies), rows repeated and out of order."""
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, (64, T)).astype(np.float16)
+    x = rng.uniform(-1, 1, (300, 128)).astype(np.float16)
+    idx = rng.integers(0, 300, T).astype(np.int32)
+    out = device.zeros((64, 128), np.float32)
+    gathered_rows_matmul[(1,)](device.tensor(a), device.tensor(x), device.tensor(idx), out, T, H=128, BM=64, BN=128,
+                               BK=32, STAGES=stages, num_warps=4)
+    want = a.astype(np.float64) @ x.astype(np.float64)[idx]
+    np.testing.assert_allclose(device.numpy(out), want, rtol=2e-3, atol=2e-3)

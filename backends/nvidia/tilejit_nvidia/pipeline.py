@@ -271,14 +271,17 @@ def transposed_for_wgmma(analysis: AxisAnalysis, load: ir.Operation, num_warps: 
     return wgmma_copy(analysis, load, op_idx) is None and fp8_transposed_copy(analysis, load, op_idx, num_warps)
 
 
-def _address_slice(loop: ir.Operation, loads):
+def _address_slice(loop: ir.Operation, loads, through=()):
     """(slice ops in body order, iter-arg indices) or None when an address depends on anything but
-    pure ops, the induction variable, self-advancing iter args and values from before the loop."""
+    pure ops, the induction variable, self-advancing iter args and values from before the loop. An
+    address may also read the loads of `through` (prefetched loads: the lookahead loads them before
+    it computes the addresses that read them), whose own addresses join the slice."""
     body = loop.regions[0].blocks[0]
     in_body = {id(op) for op in body.ops}
-    load_ids = {id(op) for op in loads}
+    through_ids = {id(op) for op in through}
+    load_ids = {id(op) for op in loads} - through_ids
     yield_op = body.ops[-1]
-    chosen, args = set(), set()
+    chosen, args, reached = set(), set(), set()
     work = [v for op in loads for v in op.operands]
     while work:
         v = work.pop()
@@ -290,11 +293,38 @@ def _address_slice(loop: ir.Operation, loads):
         op = v.owner
         if not isinstance(op, ir.Operation) or id(op) not in in_body or id(op) in chosen:
             continue
+        if id(op) in through_ids:
+            if id(op) not in reached:
+                reached.add(id(op))
+                work.extend(op.operands)
+            continue
         if id(op) in load_ids or op.regions or op.name in _SIDE_EFFECTS or op.name.startswith("scf."):
             return None
         chosen.add(id(op))
         work.extend(op.operands)
     return [op for op in body.ops if id(op) in chosen], sorted(args)
+
+
+def _index_loads(loop: ir.Operation, load: ir.Operation, candidates) -> Optional[List[ir.Operation]]:
+    """The loads of `candidates` (prefetchable loads) that `load`'s address reads, when its address
+    slice is pure given them (a gather `x[idx[:, None], cols]` whose `idx` is loaded in the same
+    iteration, as Liger's MoE weight gradients read their tokens); None when it is not."""
+    if _address_slice(loop, [load], candidates) is None:
+        return None
+    body = loop.regions[0].blocks[0]
+    ids = {id(op) for op in candidates}
+    found, seen, work = [], set(), list(load.operands)
+    while work:
+        v = work.pop()
+        op = v.owner if isinstance(v.owner, ir.Operation) else None
+        if op is None or op.parent is not body or id(op) in seen:
+            continue
+        seen.add(id(op))
+        if id(op) in ids:
+            found.append(op)
+        else:
+            work.extend(op.operands)
+    return found
 
 
 def _main_skip(body: ir.Block, loads, slice_ops, dead=frozenset()) -> Set[int]:
@@ -333,7 +363,7 @@ def loop_pipeline(loop: ir.Operation) -> Optional[LoopPipeline]:
     body = loop.regions[0].blocks[0]
     loads = [op for op in body.ops if op.name == "tt.load" and op.attrs.get(PIPELINED)]
     prefetched = [op for op in body.ops if op.name == "tt.load" and op.attrs.get(PREFETCHED)]
-    found = _address_slice(loop, loads + prefetched)
+    found = _address_slice(loop, loads + prefetched, through=prefetched)
     if not loads or found is None:
         return None
     slice_ops, args = found
@@ -366,7 +396,7 @@ def _pointer_root(v: ir.Value):
             return None
 
 
-def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
+def _prefetchable_loads(loop: ir.Operation, pipelined, index_loads=()) -> List[ir.Operation]:
     """The scalar and vector loads of a pipelined loop that may be loaded num_stages - 1 iterations
     early, as Triton's pipeliner copies every load that reaches a dot (fla's `b_gk_last`, which scales
     the state and the k tile): each took a full round trip to memory every iteration. Not a load from
@@ -384,9 +414,10 @@ def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
             if root is None:
                 return []
             written.add(id(root))
-    chosen = []
+    chosen, pipelined_ids = [], {id(op) for op in pipelined}
     for op in body.ops:
-        if op.name != "tt.load" or op.attrs.get(PIPELINED) or op.attrs.get("is_volatile") or not op.results[0].uses:
+        if op.name != "tt.load" or id(op) in pipelined_ids or op.attrs.get(PIPELINED) or op.attrs.get("is_volatile") \
+                or not op.results[0].uses:
             continue
         t = op.results[0].type
         if ir.is_block_ptr(op.operands[0].type) or (isinstance(t, ir.TensorType) and (t.rank > 1 or t.numel > PREFETCH_ELEMENTS)):
@@ -394,7 +425,7 @@ def _prefetchable_loads(loop: ir.Operation, pipelined) -> List[ir.Operation]:
         root = _pointer_root(op.operands[0])
         if root is None or id(root) in written:
             continue
-        if _address_slice(loop, list(pipelined) + chosen + [op]) is not None:
+        if _address_slice(loop, list(pipelined) + chosen + [op], index_loads) is not None:
             chosen.append(op)
     return chosen
 
@@ -416,11 +447,16 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
                 continue
             analysis = AxisAnalysis(func)
         loads = [op for op in body.ops if op.name == "tt.load" and pipelinable_load(analysis, op, num_warps)]
+        # A load whose address reads small loads of the iteration (a gather's row indices) is
+        # pipelined when those can be prefetched: the lookahead loads them first.
+        indices = _prefetchable_loads(loop, [op for op in loads if _address_slice(loop, [op]) is not None])
+        indices = [op for op in indices if op not in loads]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
-        while loads and _address_slice(loop, loads) is None:
-            loads = [op for op in loads if _address_slice(loop, [op]) is not None]
+        while loads and _address_slice(loop, loads, indices) is None:
+            loads = [op for op in loads if _index_loads(loop, op, indices) is not None]
         if not loads:
             continue
+        needed = {id(i) for op in loads for i in _index_loads(loop, op, indices)}
         per_stage = sum(op.results[0].type.numel * element_bytes(op) for op in loads)
         # the K-major rewrites of fp8 operand tiles lie beside the ring buffers
         to_rewrite = [op for op in loads if transposed_for_wgmma(analysis, op, num_warps)]
@@ -429,12 +465,15 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
             stages -= 1
         if per_stage * stages + rewritten > budget:
             continue
+        prefetched = _prefetchable_loads(loop, loads, [op for op in indices if id(op) in needed])
+        if not needed <= {id(op) for op in prefetched}:   # an index load that cannot run ahead after all
+            continue
         _read_operands_from_buffers(analysis, body, loads)
         for op in loads:
             op.attrs[PIPELINED] = True
         for op in to_rewrite:
             op.attrs[REWRITTEN] = True
-        for op in _prefetchable_loads(loop, loads):
+        for op in prefetched:
             op.attrs[PREFETCHED] = True
         loop.attrs[NUM_STAGES] = stages
         if rewritten and per_stage * stages + 2 * rewritten <= budget:

@@ -530,12 +530,17 @@ def _issue_copies(self, pipe, buffers, stage, valid, span, skip=frozenset()):
     tile's loop: 24 moves for its 12 copies)."""
     a = LLVMArith(self.b)
     first = pipe.copy_operand_ops
+    after = _reading_prefetched(pipe, first)   # a gather's address, from indices loaded just before
     for sop in first:
-        self.lower_op(sop)
+        if id(sop) not in after:
+            self.lower_op(sop)
     fetched = []
     for load in pipe.prefetched:
         self.lower_load(load, valid)
         fetched.append(self.get(load.results[0]))
+    for sop in first:
+        if id(sop) in after:
+            self.lower_op(sop)
     for buf in buffers:
         load = buf.load
         ptr_v = load.operands[0]
@@ -566,6 +571,16 @@ def _issue_copies(self, pipe, buffers, stage, valid, span, skip=frozenset()):
         if id(sop) not in lowered and id(sop) not in skip:
             self.lower_op(sop)
     return fetched
+
+
+def _reading_prefetched(pipe, ops) -> set:
+    """Ids of `ops` (in body order) that read a prefetched load's value, directly or through each
+    other: they are lowered after the lookahead's loads of that iteration."""
+    reading = {id(op) for op in pipe.prefetched}
+    for op in ops:
+        if any(isinstance(v.owner, ir.Operation) and id(v.owner) in reading for v in op.operands):
+            reading.add(id(op))
+    return reading - {id(op) for op in pipe.prefetched}
 
 
 class _Lookahead:
