@@ -31,10 +31,12 @@ def _sequence(ptx: str) -> str:
     return "".join(words[m.group(0)] for m in re.finditer(pattern, ptx))
 
 
+@pytest.mark.parametrize("by_block", [False, True])   # row indices, or one block number (a block table)
 @pytest.mark.parametrize("stages", [2, 3])
-def test_gathered_rows_are_copied_ahead_for_wgmma(stages):
-    kernel = gathered_rows_matmul.warmup("*fp16", "*fp16", "*i32", "*fp32", 112, H=128, BM=64, BN=128, BK=32,
-                                         STAGES=stages, num_warps=4, grid=(1,), target="cuda:90")
+def test_gathered_rows_are_copied_ahead_for_wgmma(stages, by_block):
+    kernel = gathered_rows_matmul.warmup("*fp16", "*fp16", "*i32", "*fp32", 128, H=128, BM=64, BN=128, BK=32,
+                                         STAGES=stages, BY_BLOCK=by_block, num_warps=4, grid=(1,),
+                                         target="cuda:90")
     ptx = kernel.asm["ptx"]
     assert "mma.sync" not in ptx
     assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", ptx)) == 2
@@ -45,12 +47,13 @@ def test_gathered_rows_are_copied_ahead_for_wgmma(stages):
     assert re.fullmatch(f"(?:{fetch}){{{stages - 1}}}W{fetch}MMW", _sequence(ptx)), _sequence(ptx)
 
 
-def test_each_gathered_copy_reads_indices_loaded_for_its_own_iteration():
+@pytest.mark.parametrize("by_block", [False, True])
+def test_each_gathered_copy_reads_indices_loaded_for_its_own_iteration(by_block):
     """In the LLVM IR, the address of every copy of the gathered B derives from an index load made in
     the same fetch, not from the indices the loop carries for the iteration it computes (which the
     addresses would read if they were lowered before the lookahead's loads)."""
     kernel = gathered_rows_matmul.warmup("*fp16", "*fp16", "*i32", "*fp32", 112, H=128, BM=64, BN=128, BK=32,
-                                         STAGES=2, num_warps=4, grid=(1,), target="cuda:90")
+                                         STAGES=2, BY_BLOCK=by_block, num_warps=4, grid=(1,), target="cuda:90")
     lines = kernel.asm["llir"].splitlines()
     name = r'%"[^"]+"|%[-\w.$]+'
     defs = {m.group(1): line for line in lines for m in [re.match(rf"\s*({name}) = ", line)] if m}

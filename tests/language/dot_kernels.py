@@ -277,16 +277,20 @@ def paired_projection_kernel(d_ptr, w_ptr, out_ptr, rows, K: tl.constexpr, N: tl
 
 @tilejit.jit
 def gathered_rows_matmul(a_ptr, x_ptr, idx_ptr, out_ptr, T, H: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                         BK: tl.constexpr, STAGES: tl.constexpr):
+                         BK: tl.constexpr, STAGES: tl.constexpr, BY_BLOCK: tl.constexpr = False):
     """out = a @ x[idx] over a loop of T rows: B is a gather whose row indices are loaded in the
-    same iteration (Liger's MoE weight gradients read their tokens so); the tail masked."""
+    same iteration (Liger's MoE weight gradients read their tokens so); the tail masked. BY_BLOCK:
+    one loaded index a block of BK rows (a paged KV cache's block table), rows idx[j] * BK + k."""
     m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in tl.range(0, T, BK, num_stages=STAGES):
         kk = k0 + k
         k_mask = kk < T
         a = tl.load(a_ptr + m[:, None] * T + kk[None, :], mask=k_mask[None, :], other=0.0)
-        rows = tl.load(idx_ptr + kk, mask=k_mask, other=0).to(tl.int64)
+        if BY_BLOCK:
+            rows = tl.load(idx_ptr + k0 // BK).to(tl.int64) * BK + k
+        else:
+            rows = tl.load(idx_ptr + kk, mask=k_mask, other=0).to(tl.int64)
         x = tl.load(x_ptr + rows[:, None] * H + n[None, :], mask=k_mask[:, None], other=0.0)
         acc = tl.dot(a, x, acc)
     tl.store(out_ptr + m[:, None] * BN + n[None, :], acc)

@@ -239,3 +239,19 @@ def test_dot_of_rows_gathered_by_loaded_indices(device, T, stages):
                                BK=32, STAGES=stages, num_warps=4)
     want = a.astype(np.float64) @ x.astype(np.float64)[idx]
     np.testing.assert_allclose(device.numpy(out), want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_dot_of_blocks_gathered_by_a_block_table(device, stages):
+    """B read block by block through a loaded block number (a paged KV cache's block table)."""
+    rng = np.random.default_rng(12)
+    T, BK = 128, 32
+    a = rng.uniform(-1, 1, (64, T)).astype(np.float16)
+    x = rng.uniform(-1, 1, (10 * BK, 128)).astype(np.float16)
+    table = np.array([7, 2, 2, 9], np.int32)
+    out = device.zeros((64, 128), np.float32)
+    gathered_rows_matmul[(1,)](device.tensor(a), device.tensor(x), device.tensor(table), out, T, H=128, BM=64,
+                               BN=128, BK=BK, STAGES=stages, BY_BLOCK=True, num_warps=4)
+    rows = (table[:, None] * BK + np.arange(BK)).reshape(-1)
+    want = a.astype(np.float64) @ x.astype(np.float64)[rows]
+    np.testing.assert_allclose(device.numpy(out), want, rtol=2e-3, atol=2e-3)
