@@ -456,13 +456,14 @@ class TensorOps:
         vec = 1
         if vector is not None and is_tensor:
             vec = min(self._vector_width(op, ptr, mask), self.isa.vector_atomic_width(vector[0], vector[1]))
+        def cond(i):   # element i is updated here (a run's mask is its first element's)
+            return owner if masks is None else self.b.and_(owner, masks[i])
         results = []
         for g in range(0, len(self.get(ptr)), vec):
-            cond = owner if masks is None else self.b.and_(owner, masks[g])
-            group = self._vector_atomic(self.get(ptr)[g], vector, g, vec, cond, elem) if vec > 1 else None
+            group = self._vector_atomic(self.get(ptr)[g], vector, g, vec, cond(g), elem) if vec > 1 else None
             if group is None:
-                group = [self._guarded(owner if masks is None else self.b.and_(owner, masks[i]),
-                                       lambda i=i: make(i), llir.Constant(elem, None)) for i in range(g, g + vec)]
+                group = [self._guarded(cond(i), lambda i=i: make(i), llir.Constant(elem, None))
+                         for i in range(g, g + vec)]
             results.extend(group)
         if after is not None:
             after()
