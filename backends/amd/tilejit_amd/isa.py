@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import llvmlite.ir as llir
 
 from tilejit.gpu.isa import I32, add_string_attribute, call_intrinsic, type_suffix
-from tilejit.gpu.target import TargetDescription
+from tilejit.gpu.target import LLVM_ORDERING, TargetDescription
 
 from tilejit_amd import device_math
 from tilejit_amd.printf_runtime import emit_printf
@@ -23,6 +23,17 @@ _INTRINSICS = {
     "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum",
     "arith.maximumf": "llvm.maximum", "arith.minimumf": "llvm.minimum",
 }
+
+
+# Triton's atomic scopes as AMDGPU sync scopes, as Triton's AMD backend maps them. Without one an
+# atomic is system-scoped: LLVM then assumes fine-grained (host-coherent) memory and adds floats with
+# a compare-and-swap loop (gfx942: `global_atomic_cmpswap` instead of `global_atomic_add_f32`).
+_SYNC_SCOPES = {"cta": 'syncscope("workgroup") ', "gpu": 'syncscope("agent") ', "sys": ""}
+
+
+def _scoped_ordering(sem: str, scope: str) -> str:
+    """The ordering operand of an `atomicrmw` / `cmpxchg`: its sync scope, then its ordering."""
+    return _SYNC_SCOPES.get(scope, "") + LLVM_ORDERING[sem]
 
 
 class AmdISA(TargetDescription):
@@ -58,6 +69,44 @@ class AmdISA(TargetDescription):
         from .matrix_core_dot import lower_amd_dot
         from .matrix_cores import AmdMatrixEncoding
         return {AmdMatrixEncoding: lower_amd_dot}
+
+    def atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem):
+        if elem not in ("f16", "f32", "f64") and not elem.startswith("i"):
+            return None
+        return builder.atomic_rmw(kind, ptr, value, _scoped_ordering(sem, scope))
+
+    def atomic_cas(self, builder, ptr, cmp, value, sem, scope):
+        pair = builder.cmpxchg(ptr, cmp, value, _scoped_ordering(sem, scope), "monotonic")
+        return builder.extract_value(pair, 0)
+
+    # Where LLVM adds a <2 x half> atomically with one instruction (global_atomic_pk_add_f16, the
+    # old values returned); elsewhere it expands the pair into a compare-and-swap loop, no better
+    # than one atomic an element. Checked with llvmlite's LLVM 22 (tests/amd/test_amd_atomics.py).
+    _PACKED_F16_ATOMICS = ("gfx942", "gfx950", "gfx1201")
+
+    def vector_atomic_width(self, kind: str, elem: str) -> int:
+        return 2 if kind == "fadd" and elem == "f16" and self.arch in self._PACKED_F16_ATOMICS else 1
+
+    def vector_atomic_rmw(self, builder, kind, ptr, values, sem, scope, elem, pred=None):
+        """Two f16 adds as one `atomicrmw fadd <2 x half>` (Triton packs fp16 atomics on AMD the
+        same way), in a branch where `pred` is given: AMDGPU has no predicated atomics."""
+        if len(values) != 2 or self.vector_atomic_width(kind, elem) < 2:
+            return None
+        pair_type = llir.VectorType(llir.HalfType(), 2)
+        pair = llir.Constant(pair_type, None)
+        for i, value in enumerate(values):
+            pair = builder.insert_element(pair, value, llir.Constant(I32, i))
+        if pred is None:
+            old = builder.atomic_rmw("fadd", ptr, pair, _scoped_ordering(sem, scope))
+        else:
+            before = builder.block
+            with builder.if_then(pred):
+                added = builder.atomic_rmw("fadd", ptr, pair, _scoped_ordering(sem, scope))
+                done = builder.block
+            old = builder.phi(pair_type)
+            old.add_incoming(added, done)
+            old.add_incoming(llir.Constant(pair_type, None), before)
+        return [builder.extract_element(old, llir.Constant(I32, i)) for i in range(2)]
 
     def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:
         func.calling_convention = "amdgpu_kernel"

@@ -31,7 +31,7 @@ from ..errors import CompilationError
 from .isa import call_intrinsic
 
 # Triton's memory semantics -> LLVM's atomic orderings.
-_LLVM_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+LLVM_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class TargetDescription(abc.ABC):
         add: the value is integer bits), and the core builds it from a compare-and-swap loop."""
         if elem not in ("f16", "f32", "f64") and not elem.startswith("i"):
             return None
-        return builder.atomic_rmw(kind, ptr, value, _LLVM_ORDERING[sem])
+        return builder.atomic_rmw(kind, ptr, value, LLVM_ORDERING[sem])
 
     def vector_atomic_width(self, kind: str, elem: str) -> int:
         """Consecutive elements one atomic instruction of this target may update (`kind` and `elem`
@@ -244,7 +244,7 @@ class TargetDescription(abc.ABC):
 
     def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):
         """Compare-and-swap of integers: `*ptr = value` where `*ptr == cmp`; returns the old value."""
-        pair = builder.cmpxchg(ptr, cmp, value, _LLVM_ORDERING[sem], "monotonic")
+        pair = builder.cmpxchg(ptr, cmp, value, LLVM_ORDERING[sem], "monotonic")
         return builder.extract_value(pair, 0)
 
     def atomic_read(self, builder: llir.IRBuilder, ptr, ty, sem: str, scope: str):
