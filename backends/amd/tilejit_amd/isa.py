@@ -31,11 +31,6 @@ _INTRINSICS = {
 _SYNC_SCOPES = {"cta": 'syncscope("workgroup") ', "gpu": 'syncscope("agent") ', "sys": ""}
 
 
-def _scoped_ordering(sem: str, scope: str) -> str:
-    """The ordering operand of an `atomicrmw` / `cmpxchg`: its sync scope, then its ordering."""
-    return _SYNC_SCOPES.get(scope, "") + LLVM_ORDERING[sem]
-
-
 class AmdISA(TargetDescription):
     """The AMD GPU target description: LDS size and matrix cores per arch (targets.py,
     matrix_cores.py), and the AMDGPU hooks."""
@@ -70,14 +65,8 @@ class AmdISA(TargetDescription):
         from .matrix_cores import AmdMatrixEncoding
         return {AmdMatrixEncoding: lower_amd_dot}
 
-    def atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem):
-        if elem not in ("f16", "f32", "f64") and not elem.startswith("i"):
-            return None
-        return builder.atomic_rmw(kind, ptr, value, _scoped_ordering(sem, scope))
-
-    def atomic_cas(self, builder, ptr, cmp, value, sem, scope):
-        pair = builder.cmpxchg(ptr, cmp, value, _scoped_ordering(sem, scope), "monotonic")
-        return builder.extract_value(pair, 0)
+    def atomic_ordering(self, sem: str, scope: str) -> str:
+        return _SYNC_SCOPES.get(scope, "") + LLVM_ORDERING[sem]
 
     # Where LLVM adds a <2 x half> atomically with one instruction (global_atomic_pk_add_f16, the
     # old values returned); elsewhere it expands the pair into a compare-and-swap loop, no better
@@ -97,11 +86,11 @@ class AmdISA(TargetDescription):
         for i, value in enumerate(values):
             pair = builder.insert_element(pair, value, llir.Constant(I32, i))
         if pred is None:
-            old = builder.atomic_rmw("fadd", ptr, pair, _scoped_ordering(sem, scope))
+            old = builder.atomic_rmw("fadd", ptr, pair, self.atomic_ordering(sem, scope))
         else:
             before = builder.block
             with builder.if_then(pred):
-                added = builder.atomic_rmw("fadd", ptr, pair, _scoped_ordering(sem, scope))
+                added = builder.atomic_rmw("fadd", ptr, pair, self.atomic_ordering(sem, scope))
                 done = builder.block
             old = builder.phi(pair_type)
             old.add_incoming(added, done)

@@ -172,7 +172,7 @@ class Wgmma(MatrixUnit):
         # or whose results meet after the loop (Liger's MoE backward: acc_gate and acc_up, 64x128
         # tiles, where the generic rule asks for warps along N), take it as Triton does: it
         # looks for chains forward from a dot's result only.
-        single_group = W == 4 and not _a_of_a_dot(dot.op) and not _feeds_a_dot(dot.op)
+        single_group = W == 4 and not _shares_data_with_a_dot(dot.op)
         if (chained in (None, (W, 1)) or single_group) and self._fits(dot.op, M, N, W, kind):
             return (W, 1)
         groups = W // 4
@@ -234,26 +234,28 @@ def _a_of_a_dot(op: ir.Operation) -> bool:
     return False
 
 
-def _feeds_a_dot(op: ir.Operation) -> bool:
-    """Whether dot `op`'s result reaches another dot of its block (as any operand), or another
-    dot's result reaches its accumulator there: data, not only indices, flows between them."""
+def _shares_data_with_a_dot(op: ir.Operation) -> bool:
+    """Whether data, not only indices, flows between dot `op` and another dot of its block: its
+    result reaches one (as any operand), or its A or accumulator is computed from one's result."""
     block = op.parent
-    for start, forward in ((op.result, True), (op.operand("c"), False)):
-        work, seen = [start], set()
+
+    def reaches_a_dot(starts, forward: bool) -> bool:
+        work, seen = list(starts), set()
         while work:
             v = work.pop()
             if forward:
-                users = [u for u, _ in v.uses if u.parent is block and id(u) not in seen]
+                ops = [user for user, _ in v.uses]
             else:
-                owner = v.owner if isinstance(v.owner, ir.Operation) else None
-                users = [owner] if owner is not None and owner.parent is block and id(owner) not in seen else []
-            for user in users:
-                seen.add(id(user))
-                if user.name == "tt.dot" and user is not op:
+                ops = [v.owner] if isinstance(v.owner, ir.Operation) else []
+            for other in ops:
+                if other.parent is not block or id(other) in seen:
+                    continue
+                seen.add(id(other))
+                if other.name == "tt.dot" and other is not op:
                     return True
-                work += ([r for r in user.results if isinstance(r.type, ir.TensorType)] if forward
-                         else [x for x in user.operands if isinstance(x.type, ir.TensorType)])
-    return False
+                work += [x for x in (other.results if forward else other.operands) if isinstance(x.type, ir.TensorType)]
+        return False
+    return reaches_a_dot([op.result], True) or reaches_a_dot([op.operand("a"), op.operand("c")], False)
 
 
 def _b_k_major(op: ir.Operation) -> bool:

@@ -206,10 +206,9 @@ def vector_atomic_rmw(isa, builder, kind: str, ptr, values, sem: str, scope: str
     bits = _bits(values[0].type)
     reg, ity = _REGISTER[bits], llir.IntType(bits)
     words = [v if v.type == ity else builder.bitcast(v, ity) for v in values]
-    spelled = "add.f32" if elem == "f32" else f"add.noftz.{elem}"
-    op, ty = spelled.rsplit(".", 1)
+    op = "add" if elem == "f32" else "add.noftz"
     guard = f"@${2 * count + 1} " if pred is not None else ""
-    text = (f"{guard}atom.global.{scope}.{sem}.{op}.v{count}.{ty} {_operands(0, count)}, [${count}], "
+    text = (f"{guard}atom.global.{scope}.{sem}.{op}.v{count}.{elem} {_operands(0, count)}, [${count}], "
             f"{_operands(count + 1, count)};")
     constraints = [f"={reg}"] * count + ["l"] + [reg] * count + (["b"] if pred is not None else [])
     res = _asm(builder, llir.LiteralStructType([ity] * count), text, ",".join(constraints + ["~{memory}"]),

@@ -450,7 +450,6 @@ def pipeline_loops(func: ir.Operation, num_stages: int, shared_memory: int, num_
         # A load whose address reads small loads of the iteration (a gather's row indices) is
         # pipelined when those can be prefetched: the lookahead loads them first.
         indices = _prefetchable_loads(loop, [op for op in loads if _address_slice(loop, [op]) is not None])
-        indices = [op for op in indices if op not in loads]
         # Drop loads whose address slice is not pipelinable, one at a time, until the rest is.
         while loads and _address_slice(loop, loads, indices) is None:
             loads = [op for op in loads if _index_loads(loop, op, indices) is not None]

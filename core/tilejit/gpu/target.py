@@ -228,7 +228,12 @@ class TargetDescription(abc.ABC):
         add: the value is integer bits), and the core builds it from a compare-and-swap loop."""
         if elem not in ("f16", "f32", "f64") and not elem.startswith("i"):
             return None
-        return builder.atomic_rmw(kind, ptr, value, LLVM_ORDERING[sem])
+        return builder.atomic_rmw(kind, ptr, value, self.atomic_ordering(sem, scope))
+
+    def atomic_ordering(self, sem: str, scope: str) -> str:
+        """The ordering operand of the default atomics' `atomicrmw` / `cmpxchg` for Triton's `sem`
+        and `scope` (a target with sync scopes puts one in front: AMDGPU's `syncscope("agent")`)."""
+        return LLVM_ORDERING[sem]
 
     def vector_atomic_width(self, kind: str, elem: str) -> int:
         """Consecutive elements one atomic instruction of this target may update (`kind` and `elem`
@@ -244,7 +249,7 @@ class TargetDescription(abc.ABC):
 
     def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):
         """Compare-and-swap of integers: `*ptr = value` where `*ptr == cmp`; returns the old value."""
-        pair = builder.cmpxchg(ptr, cmp, value, LLVM_ORDERING[sem], "monotonic")
+        pair = builder.cmpxchg(ptr, cmp, value, self.atomic_ordering(sem, scope), "monotonic")
         return builder.extract_value(pair, 0)
 
     def atomic_read(self, builder: llir.IRBuilder, ptr, ty, sem: str, scope: str):

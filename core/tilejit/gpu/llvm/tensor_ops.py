@@ -458,9 +458,9 @@ class TensorOps:
             vec = min(self._vector_width(op, ptr, mask), self.isa.vector_atomic_width(vector[0], vector[1]))
         def cond(i):   # element i is updated here (a run's mask is its first element's)
             return owner if masks is None else self.b.and_(owner, masks[i])
-        results = []
-        for g in range(0, len(self.get(ptr)), vec):
-            group = self._vector_atomic(self.get(ptr)[g], vector, g, vec, cond(g), elem) if vec > 1 else None
+        results, ptrs = [], self.get(ptr)
+        for g in range(0, len(ptrs), vec):
+            group = self._vector_atomic(ptrs[g], vector, g, vec, cond(g), elem) if vec > 1 else None
             if group is None:
                 group = [self._guarded(cond(i), lambda i=i: make(i), llir.Constant(elem, None))
                          for i in range(g, g + vec)]
