@@ -328,6 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="benchmark shapes (default on CUDA)")
     ap.add_argument("--small", action="store_true", help="small shapes even on CUDA")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (CUDA 50, CPU 1)")
+    ap.add_argument("--breakdown-below", type=float, default=0.95,
+                    help="list an op's kernels when its kernel-time ratio is under this (a large value lists all)")
     ap.add_argument("--kernel-reps", type=int, default=10,
                     help="calls profiled for the device-time ratios (CUDA; 0: none)")
     ap.add_argument("--torch-first", action="store_true",
@@ -406,7 +408,8 @@ def main(argv=None) -> int:
             if kernel_ratios:
                 kinds = ("fwd_kernels", "fwdbwd_kernels")
                 row += "".join(f" {_ratio(sum(results[0][k].values()), sum(results[1][k].values())):>8}" for k in kinds)
-                breakdown = _kernel_breakdown(results[0]["fwdbwd_kernels"], results[1]["fwdbwd_kernels"])
+                breakdown = _kernel_breakdown(results[0]["fwdbwd_kernels"], results[1]["fwdbwd_kernels"],
+                                              args.breakdown_below)
                 row += breakdown + (_config_lines(libs, set(results[0]["fwdbwd_kernels"])) if breakdown else "")
         print(row, flush=True)
     if failures:
