@@ -32,3 +32,50 @@ def test_dots_sharing_only_indices_take_wgmma():
     assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", ptx)) == 4
     assert "mma.sync" not in ptx
 
+
+
+def test_two_accumulating_dots_stay_in_flight_together():
+    """With both operands pipelined into wgmma tiles (BK 64: 128-byte rows), both dots accumulate
+    into carried values only. As Triton, the loop commits their two groups back to back and waits
+    once, down to two groups, after the second: the previous iteration's are done (its buffers are
+    refilled next) while this iteration's both run. Waiting down to one after each dot kept a single
+    group queued while the warps issued the next copies."""
+    kernel = paired_projection_kernel.warmup("*fp16", "*fp16", "*fp32", 64, K=256, N=128, BM=64, BN=128, BK=64,
+                                             num_warps=4, grid=(1,), target="cuda:90")
+    ptx = kernel.asm["ptx"]
+    start = ptx.index("cp.async.wait_group")
+    loop = ptx[start:ptx.rindex("cp.async.commit_group")]
+    assert "ldmatrix" not in loop   # A is read through descriptors too
+    commits = [m.start() for m in re.finditer(r"wgmma\.commit_group", loop)]
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d);", loop)
+    assert len(commits) == 2 and waits == ["2"]
+    waited = loop.index("wgmma.wait_group.sync.aligned 2;")
+    assert commits[1] < waited
+    after = loop[waited:]
+    assert after.index("bar.sync") < after.index("cp.async.cg.shared.global")
+    # the exit waits for both accumulators in one wait, before the sum is stored
+    exit_part = ptx[ptx.rindex("cp.async.commit_group"):]
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d);", exit_part) == ["0"]
+    assert exit_part.index("wgmma.wait_group") < exit_part.index("st.global")
+
+
+def _descriptor_swizzles(ptx: str) -> set:
+    """The swizzle modes (PTX ISA matrix descriptor bits 62-63: 1 128B, 2 64B, 3 32B) of the
+    descriptor constants the PTX ors or adds into shared addresses."""
+    found = set()
+    for text in re.findall(r"(?:or\.b64|add\.s64)\s+%rd\d+, %rd\d+, (-?\d{12,});", ptx):
+        found.add((int(text) % (1 << 64)) >> 62)
+    return found
+
+
+def test_k_major_a_of_64_byte_rows_is_read_through_a_64_byte_swizzle():
+    """BK 32 f16: A's rows are 64 bytes along K. As Triton (`swizzlingByteWidth = 64`), its tile takes
+    the 64-byte swizzle and wgmma reads it through descriptors; it was read into registers with
+    ldmatrix, which kept the dots' groups from staying in flight."""
+    kernel = paired_projection_kernel.warmup("*fp16", "*fp16", "*fp32", 64, K=256, N=128, BM=64, BN=128, BK=32,
+                                             num_warps=4, grid=(1,), target="cuda:90")
+    ptx = kernel.asm["ptx"]
+    loop = ptx[ptx.index("cp.async.wait_group"):ptx.rindex("cp.async.commit_group")]
+    assert "ldmatrix" not in loop
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d);", loop) == ["2"]
+    assert _descriptor_swizzles(ptx) == {1, 2}   # B (128-byte rows along N) keeps the 128-byte one

@@ -210,15 +210,17 @@ def test_transposed_dot_result_feeds_both_operands(device, M, N, warps):
     np.testing.assert_array_equal(device.numpy(u), r.astype(np.float64) @ p.T)
 
 
-@pytest.mark.parametrize("rows", [64, 45])
-def test_two_dots_sharing_only_indices(device, rows):
+@pytest.mark.parametrize("rows, K, BK", [(64, 128, 32), (45, 128, 32), (45, 512, 64), (45, 256, 16)])
+def test_two_dots_sharing_only_indices(device, rows, K, BK):
     """Two accumulators of 64x128 tiles over one K loop, summed after it (Liger's MoE dx): on sm_90
-    both dots run wgmma with the warpgroup along M (the generic chain rule asked for warps along N)."""
-    K, N = 128, 128
+    both dots run wgmma with the warpgroup along M (the generic chain rule asked for warps along N).
+    A read from wgmma tiles swizzled by 64 bytes (BK 32), 128 (BK 64) and 32 (BK 16), and both
+    dots' groups in flight across iterations."""
+    N = 128
     d = RNG.uniform(-1, 1, (64, 2 * K)).astype(np.float16)
     w = RNG.uniform(-1, 1, (2 * K, N)).astype(np.float16)
     out = device.zeros((64, N), np.float32)
-    paired_projection_kernel[(1,)](device.tensor(d), device.tensor(w), out, rows, K=K, N=N, BM=64, BN=128, BK=32,
+    paired_projection_kernel[(1,)](device.tensor(d), device.tensor(w), out, rows, K=K, N=N, BM=64, BN=128, BK=BK,
                                    num_warps=4)
     want = d.astype(np.float64) @ w.astype(np.float64)
     np.testing.assert_allclose(device.numpy(out)[:rows], want[:rows], rtol=2e-3, atol=2e-3)

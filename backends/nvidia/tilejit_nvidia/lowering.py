@@ -20,7 +20,8 @@ class NvidiaLowering:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.wgmma_operands = {}      # dot operands left in shared memory (wgmma.py)
-        self.wgmma_in_flight = set()  # ids of wgmma dots that wait down to one group (shared_dot.py)
+        self.wgmma_in_flight = []     # ids of the wgmma dots a pipelined loop keeps in flight, in order (shared_dot.py)
+        self.wgmma_unwaited = []      # those of them lowered this iteration, not yet waited for (wgmma.py)
         self.staged_operands = {}     # wgmma operands staged from registers (wgmma.stage_operand)
         self.staged_regions = []      # [scratch offset before it, dots still to read it, its start] per staged tile
         self.staged_sources = {}      # id(value) -> (its WgmmaTile, its region)

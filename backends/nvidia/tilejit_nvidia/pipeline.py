@@ -241,7 +241,8 @@ def wgmma_copy(analysis: AxisAnalysis, load: ir.Operation, op_idx: int):
     inner, vec = copy_vector(analysis, load)
     k_dim = wgmma_k_dim(op_idx)
     if eb == 2 or (inner == k_dim and vec * eb >= 4):
-        return (inner, vec) if inner is not None and operand_tile(shape, inner, eb) is not None else None
+        fits = inner is not None and operand_tile(shape, inner, eb, k_major=inner == k_dim) is not None
+        return (inner, vec) if fits else None
     if eb == 4 and WgmmaTile(shape, k_dim, eb).fits():
         return k_dim, 1
     return None

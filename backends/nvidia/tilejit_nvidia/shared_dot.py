@@ -17,9 +17,10 @@
   swizzle) and the dot reads them through descriptors (`wgmma.py`) instead of ldmatrix.
 
   A wgmma dot that only accumulates into a loop-carried value (`acc = tl.dot(a, b, acc)`) stays in
-  flight across the back edge, as in Triton: its group is waited down to one (`wgmma.wait_group 1`,
-  so the previous iteration's group is done), and the copies of iteration i+S-1, which overwrite the
-  buffer iteration i-1 read, start only after that wait and a barrier (every warpgroup is past it).
+  flight across the back edge, as in Triton: after the last such dot of the body, one
+  `wgmma.wait_group n` (n of them) leaves this iteration's groups running and waits for the previous
+  iteration's, and the copies of iteration i+S-1, which overwrite the buffer iteration i-1 read,
+  start only after that wait and a barrier (every warpgroup is past it).
   The loop's exit waits for the last group. No `fence.proxy.async` is put between cp.async and
   wgmma: Triton's fence insertion fences only register-to-shared stores before an async-proxy read,
   and the fence (MEMBAR.ALL.CTA in SASS) would also wait for the copies still in flight.
@@ -36,7 +37,7 @@ from tilejit.gpu.llvm.lowering import SCRATCH_END
 from tilejit.gpu.llvm.scalar_ops import llvm_bits, llvm_type
 
 from .mma_sync import f64_form
-from .pipeline import REWRITE_SLOTS, copy_vector, element_bytes, loop_pipeline, wgmma_copy
+from .pipeline import REWRITE_SLOTS, copy_vector, element_bytes, loop_pipeline, wgmma_copy, wgmma_k_dim
 from .shared_operands import ATOM_BYTES, CHUNK_BYTES, IntArith, SwizzledTile, operand_tile, plan_ldmatrix
 
 I1 = llir.IntType(1)
@@ -327,7 +328,8 @@ class _Buffer:
             self.tile, self.plan = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes), None
         elif wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
-            self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes), None
+            k_major = inner == wgmma_k_dim(enc.op_idx)
+            self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes, k_major), None
         else:
             if self.elem_bytes == 8 and enc.op_idx == 0 and inner == 1 and f64_form(self_.isa.arch) == "f64_sm90":
                 # fp64 A for sm_90's m16n8k16: kept M-contiguous (one 8-byte cp.async an element, as
@@ -860,7 +862,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
 
     if not in_flight and not eager:
         next_look = copies_ahead(write_stage)
-    self.wgmma_in_flight = set(in_flight)
+    self.wgmma_in_flight = list(in_flight)   # in the body's order: the last one waits for all
     bind_this_iteration()
     a = LLVMArith(self.b)
     in_place = {id(buf.load) for buf in buffers if buf.read_back and buf.in_place}
@@ -923,7 +925,7 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     for inner in body.ops[:-1]:
         if not passed_over(inner) and not read_buffers(inner):
             self.lower_op(inner)
-    self.wgmma_in_flight = set()
+    self.wgmma_in_flight = []
     yielded = [carried[k] if k in pipe.dead_carries else self.get(v) for k, v in enumerate(body.ops[-1].operands)]
     if in_flight:
         # Every warpgroup has waited for its previous group: the buffer it read may be refilled.
@@ -952,9 +954,10 @@ def lower_pipelined_for(self, op, pipe=None) -> bool:
     self.b.position_at_end(exit_bb)
     results = [list(phis) for phis in carried]
     if in_flight:
-        from .wgmma import wait_for_wgmma
-        for k in sorted(set(in_flight.values())):
-            results[k] = wait_for_wgmma(self, results[k], 0)
+        from .wgmma import wait_for_wgmma_all
+        carried_in_flight = sorted(set(in_flight.values()))
+        for k, vals in zip(carried_in_flight, wait_for_wgmma_all(self, [results[k] for k in carried_in_flight], 0)):
+            results[k] = vals
     self.isa.async_wait(self.b, 0)   # no copy may land in memory that scratch users reuse
     self.isa.barrier(self.b)
     self.scratch_offset = region_start

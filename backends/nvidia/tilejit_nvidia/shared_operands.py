@@ -286,11 +286,14 @@ class WgmmaTile(_Tile):
         return self.slab_bytes, 8 * self.swizzle
 
 
-def operand_tile(shape, inner: int, elem_bytes: int) -> Optional[WgmmaTile]:
+def operand_tile(shape, inner: int, elem_bytes: int, k_major: bool = False) -> Optional[WgmmaTile]:
     """The `WgmmaTile` a wgmma operand of `shape` contiguous along `inner` is kept in: the 128-byte
-    swizzle where whole slabs fit; for fp8 (always K-major) the 64- or 32-byte one where its K is
-    64 or 32 bytes (Triton's BLOCK_K = 64 fp8 tiles); None when none fits."""
-    for swizzle in (128, 64, 32) if elem_bytes == 1 else (128,):
+    swizzle where whole slabs fit; for a K-major one (fp8 always is) the 64- or 32-byte one where
+    its K is 64 or 32 bytes (Triton's BLOCK_K = 64 fp8 tiles, and BLOCK_K = 32 or 16 f16/bf16 ones
+    read along K, as Liger's MoE backward A tiles); None when none fits. A K-major tile's bytes are
+    the same for every element size, and a k-step reads 32 of them (k16 of 16-bit types, k32 of
+    fp8), so the narrower swizzles serve 16-bit tiles as they do fp8 ones."""
+    for swizzle in (128, 64, 32) if elem_bytes == 1 or k_major else (128,):
         tile = WgmmaTile(tuple(shape), inner, elem_bytes, swizzle)
         if tile.fits():
             return tile

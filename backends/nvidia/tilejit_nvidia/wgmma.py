@@ -15,8 +15,9 @@ one too, or four registers of the A fragment (attention's P, which never leaves 
 
     wgmma.fence; wgmma.mma_async x K/16; wgmma.commit_group; wgmma.wait_group 0
 
-or `wgmma.wait_group 1` for a dot the pipelined loop keeps in flight (`shared_dot`): its results
-are then complete only after the next iteration's wait, or the loop exit's `wait_for_wgmma(.., 0)`.
+or, for the n dots a pipelined loop keeps in flight (`shared_dot`), one `wgmma.wait_group n` after
+the last of them: their results are then complete only after the next iteration's wait, or the
+loop exit's `wait_for_wgmma(.., 0)`.
 
 The accumulator lives in the registers of the version-3 layout (`tilejit_nvidia/layouts.py`), in
 the order of the PTX ISA's D fragment: d[4j + {0,1,2,3}] = (r, 8j+c), (r, 8j+c+1), (r+8, 8j+c),
@@ -202,11 +203,30 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
             acc = unpack_halves(self.b, [self.b.bitcast(w, H2) for w in acc])
         results.append(acc)
     _asm(self.b, void, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
-    pending = 1 if id(op) in self.wgmma_in_flight else 0
-    waited = wait_for_wgmma(self, [v for acc in results for v in acc], pending)
+    positions = [r for _, order in blocks for r in order]
+    values = [v for acc in results for v in acc]
+    if id(op) not in self.wgmma_in_flight:
+        _set_accumulators(self, op, c_vals, positions, wait_for_wgmma(self, values, 0))
+        return
+    # In flight across the loop's back edge (`shared_dot`): as Triton, the body's in-flight dots
+    # commit their groups back to back, and after the last one a single `wgmma.wait_group n` (n
+    # dots) leaves this iteration's groups running and waits for the previous iteration's, whose
+    # buffers the copies that follow refill. Waiting down to one group after each dot instead kept
+    # only one group queued while the warps issued the next copies (Liger's MoE dX, two dots).
+    self.wgmma_unwaited.append((op, c_vals, positions, values))
+    _set_accumulators(self, op, c_vals, positions, values)   # read only by the loop's yield
+    if id(op) != self.wgmma_in_flight[-1]:
+        return
+    waited = wait_for_wgmma_all(self, [d[3] for d in self.wgmma_unwaited], len(self.wgmma_in_flight))
+    for (dot, c, pos, _), vals in zip(self.wgmma_unwaited, waited):
+        _set_accumulators(self, dot, c, pos, vals)
+    self.wgmma_unwaited = []
+
+
+def _set_accumulators(self, op, c_vals, positions, values) -> None:
     out = list(c_vals)
-    for i, r in enumerate(r for _, order in blocks for r in order):
-        out[r] = waited[i]
+    for i, r in enumerate(positions):
+        out[r] = values[i]
     self.set(op.result, out)
 
 
@@ -250,6 +270,19 @@ def wait_for_wgmma(self, values, pending: int) -> list:
                   ",".join([f"={reg}"] * n + [str(i) for i in range(n)] + ["~{memory}"]), values)
     out = [self.b.extract_value(waited, i) for i in range(n)]
     return unpack_halves(self.b, [self.b.bitcast(w, H2) for w in out]) if halves else out
+
+
+def wait_for_wgmma_all(self, value_lists, pending: int) -> list:
+    """`wait_for_wgmma` of several accumulators at once: one wait for the f32 ones, one for the
+    f16 ones (each passes one register type through); returns the lists to use after it."""
+    out = [None] * len(value_lists)
+    for halves in (False, True):
+        picked = [i for i, vals in enumerate(value_lists) if isinstance(vals[0].type, llir.HalfType) == halves]
+        if picked:
+            waited = wait_for_wgmma(self, [v for i in picked for v in value_lists[i]], pending)
+            for i in picked:
+                out[i], waited = waited[:len(value_lists[i])], waited[len(value_lists[i]):]
+    return out
 
 
 # ------------------------------------------------------------------------ operands staged by the dot
