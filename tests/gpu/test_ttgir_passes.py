@@ -116,7 +116,7 @@ def test_assign_layouts_alone_types_every_tensor_and_removes_the_hints():
 
 def test_core_pass_list_is_target_neutral():
     names = [p.name for p in ttgir_passes(CFG)]
-    assert names == ["tritongpu-split-f32-dots", "tritongpu-rewrite-tensor-pointers", "tritongpu-transpose-loads",
+    assert names == ["triton-combine-dot-add", "tritongpu-split-f32-dots", "tritongpu-rewrite-tensor-pointers", "tritongpu-transpose-loads",
                      "tritongpu-coalesce-anchors",
                      "tritongpu-accelerate-matmul",
                      "tritongpu-propagate-dot-layouts", "tritongpu-assign-layouts",

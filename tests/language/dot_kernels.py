@@ -294,3 +294,29 @@ def gathered_rows_matmul(a_ptr, x_ptr, idx_ptr, out_ptr, T, H: tl.constexpr, BM:
         x = tl.load(x_ptr + rows[:, None] * H + n[None, :], mask=k_mask[:, None], other=0.0)
         acc = tl.dot(a, x, acc)
     tl.store(out_ptr + m[:, None] * BN + n[None, :], acc)
+
+
+@tilejit.jit
+def add_accumulated_matmul(a_ptr, b_ptr, d_ptr, out_ptr, M, K: tl.constexpr, N: tl.constexpr, BM: tl.constexpr,
+                           BN: tl.constexpr, BK: tl.constexpr, DOT_FIRST: tl.constexpr, ALSO_READ: tl.constexpr):
+    """out = d + a @ b, accumulated the way many kernels write it: `acc += tl.dot(a, b)` (Liger's
+    neighborhood attention), or `tl.dot(a, b) + acc` (DOT_FIRST); rows masked. ALSO_READ: each
+    partial product is also summed into a second accumulator, so the dot has two uses."""
+    m, n, k = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    row_mask = m < M
+    acc = tl.load(d_ptr + m[:, None] * N + n[None, :], mask=row_mask[:, None], other=0)
+    seen = tl.zeros((BM, BN), dtype=acc.dtype)
+    for k0 in tl.range(0, K, BK):
+        kk = k0 + k
+        a = tl.load(a_ptr + m[:, None] * K + kk[None, :], mask=row_mask[:, None], other=0)
+        b = tl.load(b_ptr + kk[:, None] * N + n[None, :])
+        partial = tl.dot(a, b)
+        if DOT_FIRST:
+            acc = partial + acc
+        else:
+            acc += partial
+        if ALSO_READ:
+            seen += partial
+    if ALSO_READ:
+        acc = acc + seen
+    tl.store(out_ptr + m[:, None] * N + n[None, :], acc, mask=row_mask[:, None])

@@ -4,7 +4,9 @@ Coalesce, AccelerateMatmul and RemoveLayoutConversions passes do together.
 The passes, in order: each is a pass of its own (a `name` and an `apply(module)`), run by the
 `PassManager`, which verifies and dumps the IR after each (`TILEJIT_DUMP_DIR`); what one pass
 passes to the next is in the IR (`layout_passes.py`):
-0. `tritongpu-split-f32-dots` (`f32_dot_split.py`): fp32 dots at tf32x3 / bf16x3 / bf16x6 become
+0. `triton-combine-dot-add` (`combine_dot_add.py`): `dot(a, b, 0) + d` becomes `dot(a, b, d)`, as
+   Triton's combine patterns (the matrix unit accumulates in place; a loop's wgmma stays in flight).
+   `tritongpu-split-f32-dots` (`f32_dot_split.py`): fp32 dots at tf32x3 / bf16x3 / bf16x6 become
    Triton's chains of tf32 / bf16 dots (F32DotTC).
    `tritongpu-rewrite-tensor-pointers` (`tensor_pointers.py`): block pointers and tensor descriptors
    become tensors of pointers with masks.
@@ -47,6 +49,7 @@ from .. import ir
 from ..errors import CompilationError
 from ..passes.base import PassManager
 from ..passes.cse import CSE
+from .combine_dot_add import CombineDotAdd
 from .f32_dot_split import SplitF32Dots
 from .layout_passes import AccelerateMatmul, AssignLayouts, CoalesceAnchors, PropagateDotLayouts, default_blocked
 from .hoist import hoist_invariant_conversions
@@ -109,7 +112,7 @@ class HoistConversions:
 
 def ttgir_passes(cfg: GPUConfig) -> List:
     """The target-neutral TTGIR passes, in order; a backend adds its own in `add_stages`."""
-    return [SplitF32Dots(), RewriteTensorPointers(), TransposeLoads(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
+    return [CombineDotAdd(), SplitF32Dots(), RewriteTensorPointers(), TransposeLoads(), CoalesceAnchors(cfg), AccelerateMatmul(cfg), PropagateDotLayouts(cfg),
             AssignLayouts(cfg), RematerializeIndices(), HoistConversions(), CSE()]
 
 
