@@ -297,3 +297,26 @@ def test_repr_names_each_specialization_as_triton(value, type_string):
     if type_string != "u64":
         _named_by_repr[(1,)](value, 1, x)
         assert x[0] == value + 1
+
+
+def test_generic_launch_options_a_backend_lacks_are_ignored(fake):
+    """`maxnreg` (a field of `triton.Config`) is NVIDIA's; Triton's other backends keep only their own
+    option fields, so a config written for NVIDIA runs on AMD and the interpreter too. The fake
+    backend has no `maxnreg`: the launch compiles without it instead of failing."""
+    x = np.zeros(4, np.float32)
+    kernel = add_kernel[(1,)](x, x, x, 4, BLOCK=16, maxnreg=64)
+    assert "maxnreg" not in kernel.metadata and fake.launches
+
+
+def test_maxnreg_on_the_interpreter_runs_the_kernel():
+    import tilejit
+
+    @tilejit.jit
+    def twice(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros_like(x)
+    twice[(1,)](x, out, BLOCK=16, maxnreg=64)   # NumPy arrays: the interpreter
+    np.testing.assert_array_equal(out, 2 * x)

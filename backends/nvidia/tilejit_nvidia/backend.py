@@ -12,7 +12,7 @@ from tilejit.gpu.backend import GPUBackend
 
 @dataclass(frozen=True)
 class CUDAOptions(BaseOptions):
-    maxnreg: int = 0            # 0: let ptxas choose
+    maxnreg: int = 0            # registers a thread may use (`.maxnreg`, as Triton's); 0: ptxas chooses
     enable_fp_fusion: bool = True
     ptx_features: str = ""      # extra LLVM target features, e.g. "+ptx85"
     # fp16/bf16 min/max descriptor reductions: Triton takes them where its TMA reduces them natively
@@ -69,7 +69,7 @@ class CUDABackend(GPUBackend):
             passes.append(Pipeline(options.num_stages, self.isa.shared_memory, options.num_warps))
         self.add_gpu_stages(stages, options, passes)
         # Pure functions of their text: several compilations (the autotuner's) may run them at once.
-        stages["ptx"] = PureStage(toolchain.llir_to_ptx, arch, options.ptx_features or None)
+        stages["ptx"] = PureStage(toolchain.llir_to_ptx, arch, options.ptx_features or None, True, options.maxnreg)
         stages["cubin"] = PureStage(toolchain.ptx_to_cubin, arch)
 
     def derived_asm(self, name: str, asm) -> str | None:

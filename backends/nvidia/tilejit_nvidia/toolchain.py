@@ -386,8 +386,10 @@ def _wants_loop_strength_reduction(llvm_ir_text: str) -> bool:
             or _GLOBAL_LOAD.search(llvm_ir_text) is not None)
 
 
-def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libdevice: bool = True) -> str:
-    """Compile an LLVM IR module for `sm_<arch>` to PTX text.
+def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libdevice: bool = True,
+                maxnreg: int = 0) -> str:
+    """Compile an LLVM IR module for `sm_<arch>` to PTX text (with `maxnreg`, Triton's option of that
+    name: a register cap on every kernel, `limit_registers`).
 
     Links libdevice when the module declares `__nv_*` functions (and `libdevice` is true), makes
     every non-kernel function internal so O3 can inline and drop what is unused, optimises at O3
@@ -440,7 +442,21 @@ def llir_to_ptx(llvm_ir_text: str, arch: int, features: str | None = None, libde
     except RuntimeError as exc:
         raise CompilationError(f"LLVM could not emit PTX for {cpu}: {exc}") from None
     # No `.version` patching: the version was chosen up front to suit both LLVM and the assembler.
-    return ptx
+    return limit_registers(ptx, maxnreg) if maxnreg else ptx
+
+
+_MAXNTID = re.compile(r"^\.maxntid [^\n]*\n", re.MULTILINE)
+
+
+def limit_registers(ptx: str, maxnreg: int) -> str:
+    """Triton's `maxnreg` option: `.maxnreg N` on every kernel entry, after its `.maxntid` (Triton
+    sets LLVM's `nvvm.maxnreg`, which NVPTX prints the same way). The user's cap replaces tilejit's
+    own occupancy request (`.minnctapersm`, `ptx_to_cubin`): ptxas gets one register budget."""
+    ptx = _OCCUPANCY_HINT.sub("", ptx)
+    limited, entries = _MAXNTID.subn(lambda m: m.group(0) + f".maxnreg {maxnreg}\n", ptx)
+    if not entries:
+        raise CompilationError("internal: no kernel entry with a .maxntid directive to put .maxnreg on")
+    return limited
 
 
 def find_ptxas_or_none() -> str | None:

@@ -465,7 +465,7 @@ class JITFunction(KernelInterface):
         # (tilejit.runtime.fast_launch); until then the method that generates it.
         self._fast_launch = self._first_launch
         self._cache_key = None
-        self._option_names: dict = {}  # target -> frozenset of accepted option keys
+        self._option_names: dict = {}  # target -> (the backend's option names, all accepted keys)
         self._compile_lock = threading.Lock()
         self._compiling: dict = {}  # key -> Event set when the thread compiling that key is done
 
@@ -605,19 +605,30 @@ class JITFunction(KernelInterface):
                 raise TypeError(f"kernel '{self.__name__}': constexpr parameter '{self.arg_names[i]}' was "
                                 f"given a tensor ({type(bound[i]).__name__}); constexprs take Python values")
 
-    def _check_options(self, options: dict, target, backend) -> None:
-        allowed = self._option_names.get(target)
-        if allowed is None:
+    def _option_names_for(self, target, backend):
+        """(the backend's option names, every key a launch may pass) for `target`, cached."""
+        names = self._option_names.get(target)
+        if names is None:
             defaults = backend.parse_options({})
             fields = getattr(defaults, "__dataclass_fields__", None)
-            names = set(fields) if fields is not None else set(vars(defaults))
-            allowed = frozenset(names | set(LAUNCH_OPTIONS) | _LAUNCH_ONLY)
-            self._option_names[target] = allowed
+            own = frozenset(fields) if fields is not None else frozenset(vars(defaults))
+            names = self._option_names[target] = (own, own | set(LAUNCH_OPTIONS) | _LAUNCH_ONLY)
+        return names
+
+    def _check_options(self, options: dict, target, backend) -> None:
+        allowed = self._option_names_for(target, backend)[1]
         unknown = [k for k in options if k not in allowed]
         if unknown:
             raise TypeError(f"kernel '{self.__name__}' got unexpected keyword argument(s) "
                             f"{', '.join(repr(k) for k in unknown)} (parameters: {', '.join(self.arg_names)}; "
                             f"launch options: {', '.join(sorted(allowed))})")
+
+    def _compile_options(self, options: dict, target, backend) -> dict:
+        """The options the backend compiles with: unset ones (None) left out, and Triton's generic
+        launch options the backend does not have (`maxnreg` on AMD or the interpreter) ignored, as
+        Triton's backends keep only their own fields, so one `triton.Config` serves every target."""
+        own = self._option_names_for(target, backend)[0]
+        return {k: v for k, v in options.items() if v is not None and (k in own or k not in LAUNCH_OPTIONS)}
 
     # --- specialization ----------------------------------------------------------------------------
 
@@ -784,7 +795,7 @@ class JITFunction(KernelInterface):
         try:
             backend = compiler._backends().backend_for_target(target)
             self._check_options(options, target, backend)
-            compile_options = {k: v for k, v in options.items() if v is not None}
+            compile_options = self._compile_options(options, target, backend)
             src, picker = self._source_for(bound, spec_key)
             kernel = compiler.compile(src, target=target, options=compile_options)
             if self.launch_metadata is not None or kernel.jit_function is None:
