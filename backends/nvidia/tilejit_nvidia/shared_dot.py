@@ -326,7 +326,7 @@ class _Buffer:
             self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes), None
         elif self.read_back:
             self.tile, self.plan = SwizzledTile(tuple(res_t.shape), inner, self.elem_bytes), None
-        elif wgmma:   # read by wgmma's descriptors: the 128B-swizzled layout, no ldmatrix plan
+        elif wgmma:   # read by wgmma's descriptors: a swizzled `WgmmaTile`, no ldmatrix plan
             inner, self.vec = wgmma_copy(self_.analysis, load, enc.op_idx)
             k_major = inner == wgmma_k_dim(enc.op_idx)
             self.tile, self.plan = operand_tile(tuple(res_t.shape), inner, self.elem_bytes, k_major), None

@@ -2,7 +2,7 @@
 (m64nNk16), and fp8 (m64nNk32, e4m3/e5m2) and tf32 (m64nNk8) with both operands K-major there.
 
 The pipelined loop (`shared_dot.lower_pipelined_for`) copies B's tile (and A's, when A is loaded in
-the loop too) with `cp.async` into `WgmmaTile`s (128B-swizzled) and hands the dot a `WgmmaOperand`
+the loop too) with `cp.async` into `WgmmaTile`s (swizzled) and hands the dot a `WgmmaOperand`
 instead of registers. Outside loops the dot's B (and A, unless it comes from a matrix result) is
 written into a `WgmmaTile` of the scratch where it is computed (`stage_operand`), as Triton's
 `local_alloc`; in a loop, a B computed in registers there is (fla's delta-rule state), every
