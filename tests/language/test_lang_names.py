@@ -134,6 +134,22 @@ def test_condition_wraps_a_while_loop_condition(device):
     assert "scf.while" in text and "tt.disable_licm = true" in text
 
 
+@tilejit.jit
+def _range_without_licm_kernel(out_ptr, n, scale):
+    total = 0
+    for i in tl.range(0, n, disable_licm=True):   # Triton 3.6's loop hint
+        total += i * scale
+    tl.store(out_ptr, total)
+
+
+def test_range_takes_disable_licm(device):
+    out = device.zeros(1, np.int32)
+    _range_without_licm_kernel[(1,)](out, 10, 3)
+    assert device.numpy(out)[0] == 3 * sum(range(10))
+    text = ir.print_module(ASTSource(_range_without_licm_kernel, {"out_ptr": "*i32", "n": "i32", "scale": "i32"}).make_ir())
+    assert "scf.for" in text and "tt.disable_licm = true" in text
+
+
 # -- const ----------------------------------------------------------------------------------------------------
 @tilejit.jit
 def _const_copy_kernel(x_ptr: tl.const, out_ptr, BLOCK: tl.constexpr):

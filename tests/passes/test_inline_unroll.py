@@ -131,19 +131,29 @@ def test_static_loop_with_runtime_bounds_is_an_error():
     assert e.value.line == 7
 
 
-def test_licm_hoists_invariants_but_not_divisions():
-    text = func("""
-    %0 = arith.constant {value = 0} : i32
-    %1 = arith.constant {value = 1} : i32
-    %2 = scf.for %0, %arg1, %1, %0 (
-      {
+def _loop_with_invariants(attrs=""):
+    return func(f"""
+    %0 = arith.constant {{value = 0}} : i32
+    %1 = arith.constant {{value = 1}} : i32
+    %2 = scf.for %0, %arg1, %1, %0 {attrs}(
+      {{
       ^bb(%arg2: i32, %arg3: i32):
         %3 = arith.muli %arg0, %arg1 : (i32, i32) -> (i32)
         %4 = arith.divsi %3, %arg0 : (i32, i32) -> (i32)
         %5 = arith.addi %arg3, %4 : (i32, i32) -> (i32)
         scf.yield %5 : (i32) -> ()
-      }
+      }}
     ) : (i32, i32, i32, i32) -> (i32)
     tt.return %2 : (i32) -> ()""")
+
+
+def test_licm_hoists_invariants_but_not_divisions():
+    text = _loop_with_invariants()
     check_pass(text, [LICM()], "CHECK: arith.muli %arg0, %arg1\nCHECK-NEXT: scf.for\nCHECK: arith.divsi")
     assert evaluate(run_text(text, [LICM()]), (3, 4)) == evaluate(text, (3, 4))
+
+
+def test_licm_leaves_loops_marked_disable_licm():
+    """`tl.range(..., disable_licm=True)` marks its loop `tt.disable_licm`, as Triton's."""
+    check_pass(_loop_with_invariants("{tt.disable_licm = true} "), [LICM()],
+               "CHECK: scf.for\nCHECK: arith.muli %arg0, %arg1")

@@ -458,7 +458,8 @@ class StatementsMixin:
             if value is not None:
                 attrs[attr] = int(value)
         for attr, value in (("tt.disallow_acc_multi_buffer", rng.disallow_acc_multi_buffer),
-                            ("tt.flatten", rng.flatten), ("tt.warp_specialize", rng.warp_specialize)):
+                            ("tt.flatten", rng.flatten), ("tt.warp_specialize", rng.warp_specialize),
+                            ("tt.disable_licm", rng.disable_licm)):
             if value:
                 attrs[attr] = True
         op = self.builder.create("scf.for", [lb.handle, ub.handle, step.handle] + [t.handle for t in inits],

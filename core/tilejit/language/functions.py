@@ -550,10 +550,12 @@ def assume(cond, _semantic=None):
 # -- loop iterators (recognised by the frontend) -----------------------------------------------------------
 
 class range:
-    """`tl.range(start, end, step, num_stages=..., ...)`: a runtime `scf.for` with pipelining hints."""
+    """`tl.range(start, end, step, num_stages=..., ...)`: a runtime `scf.for` with pipelining hints
+    (Triton 3.6's; `disable_licm` marks the loop `tt.disable_licm`: nothing is hoisted out of it)."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False, _semantic=None):
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False, disable_licm=False,
+                 _semantic=None):
         if arg2 is None:
             self.start, self.end = constexpr(0), arg1
         else:
@@ -564,6 +566,7 @@ class range:
         self.disallow_acc_multi_buffer = _unwrap_if_constexpr(disallow_acc_multi_buffer)
         self.flatten = _unwrap_if_constexpr(flatten)
         self.warp_specialize = _unwrap_if_constexpr(warp_specialize)
+        self.disable_licm = _unwrap_if_constexpr(disable_licm)
 
     def __iter__(self):
         raise RuntimeError("tl.range can only be iterated inside a @jit function")

@@ -12,6 +12,7 @@ from ..ir.ops import info
 from .unroll import _loops_innermost_first
 
 _MAY_TRAP = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui")
+DISABLE_LICM = "tt.disable_licm"
 
 
 def _defined_outside(value, loop: Operation) -> bool:
@@ -35,10 +36,12 @@ def hoist_invariants(loop: Operation) -> int:
 
 @dataclass(frozen=True)
 class LICM:
-    """Loop-invariant code motion (inner loops first, so invariants can leave a whole nest)."""
+    """Loop-invariant code motion (inner loops first, so invariants can leave a whole nest); a loop
+    marked `tt.disable_licm` (`tl.range(..., disable_licm=True)`, as Triton's) keeps its ops."""
     name: str = "licm"
 
     def apply(self, module: Module) -> None:
         for func in module.functions:
             for loop in _loops_innermost_first(func):
-                hoist_invariants(loop)
+                if not loop.attrs.get(DISABLE_LICM):
+                    hoist_invariants(loop)
