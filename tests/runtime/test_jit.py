@@ -320,3 +320,11 @@ def test_maxnreg_on_the_interpreter_runs_the_kernel():
     out = np.zeros_like(x)
     twice[(1,)](x, out, BLOCK=16, maxnreg=64)   # NumPy arrays: the interpreter
     np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_jit_accepts_tritons_unused_version_argument():
+    @jit(version=1, do_not_specialize=["n"])
+    def versioned(x_ptr, n):
+        pass
+
+    assert isinstance(versioned, JITFunction) and versioned.arg_names == ["x_ptr", "n"]

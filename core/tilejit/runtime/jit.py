@@ -842,9 +842,10 @@ class JITFunction(KernelInterface):
         return self._run(args, kwargs, grid, True, target)
 
 
-def jit(fn=None, *, do_not_specialize=(), do_not_specialize_on_alignment=(), debug=None, noinline=False,
-        repr=None, launch_metadata=None):
-    """Decorate a kernel: `@jit` or `@jit(do_not_specialize=["n"], ...)` -> JITFunction."""
+def jit(fn=None, *, version=None, do_not_specialize=(), do_not_specialize_on_alignment=(), debug=None,
+        noinline=False, repr=None, launch_metadata=None):
+    """Decorate a kernel: `@jit` or `@jit(do_not_specialize=["n"], ...)` -> JITFunction. `version` is
+    accepted and unused, as in Triton 3.x."""
 
     def decorator(function):
         return JITFunction(function, do_not_specialize=do_not_specialize,
