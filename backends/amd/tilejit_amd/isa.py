@@ -78,23 +78,15 @@ class AmdISA(TargetDescription):
 
     def vector_atomic_rmw(self, builder, kind, ptr, values, sem, scope, elem, pred=None):
         """Two f16 adds as one `atomicrmw fadd <2 x half>` (Triton packs fp16 atomics on AMD the
-        same way), in a branch where `pred` is given: AMDGPU has no predicated atomics."""
+        same way). AMDGPU has no predicated atomics: the core branches around the call
+        (`predicated_vector_atomics` is False), so `pred` is always None here."""
         if len(values) != 2 or self.vector_atomic_width(kind, elem) < 2:
             return None
         pair_type = llir.VectorType(llir.HalfType(), 2)
         pair = llir.Constant(pair_type, None)
         for i, value in enumerate(values):
             pair = builder.insert_element(pair, value, llir.Constant(I32, i))
-        if pred is None:
-            old = builder.atomic_rmw("fadd", ptr, pair, self.atomic_ordering(sem, scope))
-        else:
-            before = builder.block
-            with builder.if_then(pred):
-                added = builder.atomic_rmw("fadd", ptr, pair, self.atomic_ordering(sem, scope))
-                done = builder.block
-            old = builder.phi(pair_type)
-            old.add_incoming(added, done)
-            old.add_incoming(llir.Constant(pair_type, None), before)
+        old = builder.atomic_rmw("fadd", ptr, pair, self.atomic_ordering(sem, scope))
         return [builder.extract_element(old, llir.Constant(I32, i)) for i in range(2)]
 
     def mark_kernel(self, func: llir.Function, threads_per_block: int) -> None:

@@ -257,6 +257,8 @@ class NvidiaISA(TargetDescription):
         old = memory_ptx.atomic_rmw(self, builder, kind, ptr, value, sem, scope, elem)
         return old if old is not None else super().atomic_rmw(builder, kind, ptr, value, sem, scope, elem)
 
+    predicated_vector_atomics = True   # `@p atom...v4`
+
     def vector_atomic_width(self, kind, elem):
         return memory_ptx.vector_atomic_width(self, kind, elem)
 

@@ -214,8 +214,9 @@ def lower_wgmma_dot(self, op, a_op, b_op: WgmmaOperand) -> None:
     # buffers the copies that follow refill. Waiting down to one group after each dot instead kept
     # only one group queued while the warps issued the next copies (Liger's MoE dX, two dots).
     self.wgmma_unwaited.append((op, c_vals, positions, values))
-    _set_accumulators(self, op, c_vals, positions, values)   # read only by the loop's yield
     if id(op) != self.wgmma_in_flight[-1]:
+        # read by nothing but the loop's yield, which the last dot's wait rebinds before it
+        _set_accumulators(self, op, c_vals, positions, values)
         return
     waited = wait_for_wgmma_all(self, [d[3] for d in self.wgmma_unwaited], len(self.wgmma_in_flight))
     for (dot, c, pos, _), vals in zip(self.wgmma_unwaited, waited):

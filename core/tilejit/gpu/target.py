@@ -240,11 +240,16 @@ class TargetDescription(abc.ABC):
         as in `atomic_rmw`); 1: no vector atomics, the core issues one atomic per element."""
         return 1
 
+    # Whether `vector_atomic_rmw` takes a predicate (`pred`) itself; if not, the core branches
+    # around the call and passes none.
+    predicated_vector_atomics = False
+
     def vector_atomic_rmw(self, builder: llir.IRBuilder, kind: str, ptr, values, sem: str, scope: str, elem: str,
                           pred=None):
         """`atomic_rmw` of `len(values)` consecutive elements from `ptr` (aligned to their size) in
         one instruction, where the i1 `pred` holds (None: always); returns their old values
-        (undefined where `pred` fails), or None where the target has no such instruction."""
+        (undefined where `pred` fails), or None where the target has no such instruction (the
+        core asks only within `vector_atomic_width`)."""
         return None
 
     def atomic_cas(self, builder: llir.IRBuilder, ptr, cmp, value, sem: str, scope: str):

@@ -323,7 +323,8 @@ class TensorOps:
         return max(1, min(vec, 128 // max(elem_bits, 8)))   # a bool is a byte in memory
 
     def _guarded(self, cond, body, default=None):
-        """Run `body()` only when `cond` (i1) holds; returns its value (or `default` when skipped)."""
+        """Run `body()` only when `cond` (i1) holds; returns its value (or `default` when skipped),
+        or for a `body` that returns a list, the list (each element `default` when skipped)."""
         if cond is None:
             return body()
         if isinstance(cond, llir.Constant) and isinstance(cond.constant, int):
@@ -342,10 +343,13 @@ class TensorOps:
         self.b.position_at_end(merge)
         if value is None:
             return None
-        phi = self.b.phi(value.type)
-        phi.add_incoming(value, then_end)
-        phi.add_incoming(default, before)
-        return phi
+        phis = []
+        for v in (value if isinstance(value, list) else [value]):
+            phi = self.b.phi(v.type)
+            phi.add_incoming(v, then_end)
+            phi.add_incoming(default, before)
+            phis.append(phi)
+        return phis if isinstance(value, list) else phis[0]
 
     def lower_load(self, op, valid=None):
         """`valid` (an i1, or None): a further condition of every element's load, as a false mask
@@ -502,7 +506,11 @@ class TensorOps:
                 return [llir.Constant(elem, None)] * count
             cond = None
         values = [vals[i] if len(vals) > 1 else vals[0] for i in range(first, first + count)]
-        return self.isa.vector_atomic_rmw(self.b, kind, ptr, values, sem, scope, elem_name, cond)
+        if cond is None or self.isa.predicated_vector_atomics:
+            return self.isa.vector_atomic_rmw(self.b, kind, ptr, values, sem, scope, elem_name, cond)
+        # a target without predicated atomics (AMDGPU) is branched around, as the scalar ones are
+        return self._guarded(cond, lambda: self.isa.vector_atomic_rmw(self.b, kind, ptr, values, sem, scope, elem_name),
+                             llir.Constant(elem, None))
 
     def lower_atomic_rmw(self, op):
         kind = op.attrs.get("atomic_rmw_op", "add")
